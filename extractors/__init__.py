@@ -1,0 +1,5 @@
+"""Readers (raw format -> Trajectory) and scenario extractors (Trajectory -> GoldStep).
+
+Pure functions over schema objects: a new raw format is one module in `readers/`, a new
+scenario is one module here plus one folder in `samples/`; `discovery` finds both by their tag.
+"""

@@ -1,0 +1,134 @@
+"""The two extension points: `@reader` for raw formats and `@extractor` for scenarios.
+
+The decorators only set class attributes; nothing is registered globally. `discovery` collects
+tagged classes from this package and from entry points into read-only mappings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+
+from schemas import GoldStep, Problem, Trajectory
+
+READER_TAG = "__aptforge_reader__"
+EXTRACTOR_TAG = "__aptforge_extractor__"
+
+
+class Origin(NamedTuple):
+    """Where a raw record sits: file and 1-based line/row (None for a whole-file record)."""
+
+    file: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return self.file if self.line is None else f"{self.file}:{self.line}"
+
+
+class ReadError(ValueError):
+    """A record of a known format that cannot be read; becomes a Problem, never a crash."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """A raw-format reader. `sniff` must be cheap and never raise."""
+
+    name: ClassVar[str]
+    version: ClassVar[int]
+    kind: ClassVar[str]
+    priority: ClassVar[int]
+
+    def sniff(self, record: Any) -> bool:
+        """True when `record` (parsed JSON / a Parquet row) is in this format."""
+        ...
+
+    def read(self, record: Any, origin: Origin) -> Trajectory:
+        """Normalise one record; raise `ReadError` for a record that is broken."""
+        ...
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """A scenario: turns successful trajectories into gold steps for its tasks."""
+
+    name: ClassVar[str]
+    version: ClassVar[int]
+    reads: ClassVar[frozenset[str]]
+    tasks: ClassVar[tuple[str, ...]]
+
+    def extract(self, traj: Trajectory, task: str, options: Any) -> Iterator[GoldStep | Problem]:
+        """Yield gold steps (or Problems) of `task` from one successful trajectory."""
+        ...
+
+
+def reader(name: str, *, version: int = 1, kind: str = "swe", priority: int = 50):
+    """Tag a class as a reader of one raw format (lower `priority` is sniffed first)."""
+
+    def tag(cls: type) -> type:
+        cls.name, cls.version, cls.kind, cls.priority = name, version, kind, priority
+        setattr(cls, READER_TAG, True)
+        return cls
+
+    return tag
+
+
+def extractor(name: str, *, version: int, reads: set[str], tasks: tuple[str, ...]):
+    """Tag a class as a scenario extractor; `name` must equal its module name."""
+
+    def tag(cls: type) -> type:
+        cls.name, cls.version, cls.reads, cls.tasks = name, version, frozenset(reads), tuple(tasks)
+        setattr(cls, EXTRACTOR_TAG, True)
+        return cls
+
+    return tag
+
+
+class ExtractOptions(NamedTuple):
+    """Per-task knobs an extractor receives from the build config."""
+
+    max_items_per_trajectory: int = 3
+    """At most this many gold steps per trajectory and task (chosen by a seeded rule)."""
+    max_context_tokens: int = 16000
+    """Context budget, estimated as characters / 4; longer contexts are truncated."""
+    max_observation_chars: int = 4000
+    """Observations longer than this keep their head and tail around an omission marker."""
+    seed: int = 0
+    """Build seed; item selection uses `Random(h(seed, trajectory_id, task))`."""
+
+
+def provenance_of(traj: Trajectory, extractor_name: str, extractor_version: int, seed: int):
+    """Provenance of a gold step taken from `traj`."""
+    from schemas import Provenance
+
+    src = traj.source
+    return Provenance(
+        source_file=src.file,
+        source_line=src.line,
+        source_format=src.format,
+        reader_version=src.reader_version,
+        instance_id=src.instance_id,
+        agent=src.agent,
+        agent_model=src.model,
+        outcome_signal=traj.outcome.signal,
+        extractor=extractor_name,
+        extractor_version=extractor_version,
+        seed=seed,
+    )
+
+
+def truncate_middle(text: str, limit: int) -> str:
+    """Keep the first and last `limit // 2` characters of `text` around an omission marker."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
+
+
+def estimate_tokens(text: str) -> int:
+    """Token estimate used for context budgets: characters / 4 (no tokenizer download needed)."""
+    return (len(text) + 3) // 4

@@ -1,0 +1,139 @@
+"""Hugging Face rows of SWE agent runs: SWE-smith, SWE-Gym (OpenHands sampled) and nebius.
+
+Reads: a row (JSON object, JSONL line, JSON-list element or Parquet row) with `messages`
+(SWE-smith: text-encoded `<function=...>` calls; SWE-Gym: OpenAI `tool_calls`) or `trajectory`
+(nebius: roles system/user/ai with `text`, commands in a fenced block).
+Label: the row's own verdict column (`resolved` or `target`, bools or "True"/"False").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from extractors.base import Origin, ReadError, reader
+from extractors.readers._text import (
+    as_bool,
+    extract_issue,
+    first_word,
+    jsonish,
+    parse_text_call,
+    render_call,
+    split_fenced_action,
+    text_of,
+)
+from schemas import Action, Outcome, Source, Step, Trajectory, content_id
+
+_OBS_PREFIX = "OBSERVATION:\n"
+
+
+def _messages(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    if "messages" in record:
+        msgs, style = jsonish(record["messages"]), "messages"
+    else:
+        msgs, style = jsonish(record["trajectory"]), "nebius"
+    if not isinstance(msgs, list):
+        raise ReadError("wrong_type", f"`{'messages' if style == 'messages' else 'trajectory'}` must be a list, "
+                                      f"got {type(msgs).__name__}")
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            raise ReadError("wrong_type", f"message {i} must be an object, got {type(m).__name__}")
+    return msgs, style
+
+
+def _content(m: dict[str, Any], style: str) -> str:
+    if style == "nebius":
+        return text_of(m.get("text") if m.get("text") is not None else m.get("system_prompt"))
+    return text_of(m.get("content"))
+
+
+def _assistant_step(m: dict[str, Any], style: str, index: int) -> Step:
+    content = _content(m, style)
+    calls = jsonish(m.get("tool_calls"))
+    if isinstance(calls, list) and calls and isinstance(calls[0], dict):
+        fn = calls[0].get("function") or {}
+        name = str(fn.get("name") or "")
+        args = jsonish(fn.get("arguments"))
+        args = args if isinstance(args, dict) else {}
+        action = Action(tool=name, args=args, raw=render_call(name, args), call_id=calls[0].get("id"))
+        return Step(index=index, thought=content.strip(), action=action)
+    parsed = parse_text_call(content)
+    if parsed is not None:
+        thought, name, args = parsed
+        return Step(index=index, thought=thought, action=Action(tool=name, args=args, raw=render_call(name, args)))
+    fenced = split_fenced_action(content)
+    if fenced is not None:
+        thought, command = fenced
+        return Step(index=index, thought=thought, action=Action(tool=first_word(command), raw=command))
+    return Step(index=index, thought=content.strip(), action=None)
+
+
+@reader("swe_rows", version=1, kind="swe", priority=40)
+class SweRows:
+    """SWE-smith / SWE-Gym / nebius SWE-agent rows."""
+
+    def sniff(self, record: Any) -> bool:
+        if not isinstance(record, dict) or "history" in record:
+            return False
+        has_msgs = "messages" in record or "trajectory" in record
+        has_id = any(k in record for k in ("resolved", "target", "instance_id"))
+        return has_msgs and has_id and "trajectory_format" not in record and "query_answer" not in record
+
+    def read(self, record: dict[str, Any], origin: Origin) -> Trajectory:
+        msgs, style = _messages(record)
+        ai_role = "ai" if style == "nebius" else "assistant"
+        system = next((_content(m, style) for m in msgs if m.get("role") == "system"), "")
+        prompt = next((_content(m, style) for m in msgs if m.get("role") == "user"), "")
+        if not prompt.strip():
+            raise ReadError("missing_task", "no user message holding the task")
+        steps: list[Step] = []
+        seen_task = False
+        for m in msgs:
+            role = m.get("role")
+            if role == ai_role:
+                steps.append(_assistant_step(m, style, len(steps)))
+            elif role in ("user", "tool") and steps:
+                obs = _content(m, style).removeprefix(_OBS_PREFIX)
+                last = steps[-1]
+                merged = obs if last.observation is None else f"{last.observation}\n{obs}"
+                steps[-1] = last.model_copy(update={"observation": merged})
+            elif role == "user":
+                seen_task = True
+        if not seen_task:
+            raise ReadError("missing_task", "no user message before the first assistant turn")
+
+        verdict_key = "resolved" if "resolved" in record else ("target" if "target" in record else None)
+        flag = as_bool(record.get(verdict_key)) if verdict_key else None
+        if flag is None and isinstance(record.get("test_result"), dict):
+            report = record["test_result"].get("report")
+            if isinstance(report, dict):
+                flag, verdict_key = as_bool(report.get("resolved")), "test_result.report.resolved"
+        outcome = (
+            Outcome()
+            if flag is None
+            else Outcome(label="success" if flag else "failure", signal=f"row:{verdict_key}",
+                         reason="resolved" if flag else "unresolved")
+        )
+        instance_id = str(record.get("instance_id") or "")
+        native = str(record.get("traj_id") or record.get("id") or
+                     (f"{instance_id}/{record['run_id']}" if record.get("run_id") else instance_id))
+        model = str(record.get("model") or record.get("model_name") or str(record.get("run_id") or "").split("_maxiter")[0])
+        agent = "swe-agent" if style == "nebius" or "traj_id" in record else "openhands"
+        patch = record.get("patch") or record.get("generated_patch")
+        if patch is None and isinstance(record.get("test_result"), dict):
+            patch = record["test_result"].get("git_patch")
+        tools = jsonish(record.get("tools"))
+        tool_set = tuple(t for t in tools if isinstance(t, dict)) if isinstance(tools, list) else ()
+        return Trajectory(
+            trajectory_id=content_id(self.name, origin.file, native or origin.line),
+            kind="swe",
+            task=extract_issue(prompt),
+            system_prompt=system,
+            prompt=prompt,
+            steps=tuple(steps),
+            outcome=outcome,
+            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
+                          agent=agent, model=model, instance_id=instance_id, native_id=native),
+            patch=patch if isinstance(patch, str) else None,
+            tool_set=tool_set,
+            meta={k: record[k] for k in ("exit_status",) if k in record},
+        )

@@ -1,0 +1,145 @@
+"""The `aptforge` command line (typer).
+
+`aptforge build CONFIG` runs the Prefect build flow; `aptforge inspect PATH...` shows how each
+trajectory is read and labelled. A config that fails validation exits with code 2 and a
+message naming the file and field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
+err = Console(stderr=True)
+out = Console()
+
+_QUIET_PREFECT = {
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+}
+
+
+def _quiet_prefect() -> None:
+    for key, value in _QUIET_PREFECT.items():
+        os.environ.setdefault(key, value)
+
+
+@app.command()
+def build(
+    config: Annotated[Path, typer.Argument(help="Build config YAML (e.g. configs/swe.yaml).")],
+    input: Annotated[list[Path] | None, typer.Option("--input", help="Raw trajectory files/folders (replace the config's sources).")] = None,
+    reports: Annotated[list[Path] | None, typer.Option("--reports", help="Harness report files/folders (replace the config's).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output root (default: the config's out_dir).")] = None,
+    generator: Annotated[str | None, typer.Option("--generator", help="Distractor generator name (default: the config's).")] = None,
+) -> None:
+    """Build benchmark candidates from raw trajectories (runs the Prefect flow `build-benchmark`)."""
+    from flows.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(config, inputs=input, reports=reports, out_dir=out_dir, generator=generator)
+    except ConfigError as exc:
+        err.print(f"[bold red]invalid config[/]\n{exc}", highlight=False)
+        raise typer.Exit(2) from None
+    _quiet_prefect()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.build import run_build
+
+    with Progress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        ids: dict[str, Any] = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in ids:
+                ids[label] = bar.add_task(label, total=total)
+            bar.update(ids[label], completed=done)
+
+        try:
+            report = run_build(cfg, progress)
+        except ValueError as exc:
+            err.print(f"[bold red]build failed:[/] {exc}", highlight=False)
+            raise typer.Exit(2) from None
+    print_summary(report)
+
+
+def print_summary(report: dict[str, Any]) -> None:
+    """A readable end-of-build summary."""
+    c = report["counts"]
+    table = Table(title=f"aptforge build: {report['scenario']} {report['version']} (generator: {report['generator']})",
+                  show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("input files", str(c["input_files"]))
+    table.add_row("trajectories read", f"{c['trajectories_read']}  (labels: {_fmt(report['labels'])})")
+    table.add_row("kept (successful)", str(c["kept"]))
+    table.add_row("dropped", f"{c['dropped']}  {_fmt(report['dropped_by_reason'])}")
+    table.add_row("questions", f"{c['questions']}  {_fmt(report['questions_by_task'])}")
+    table.add_row("quarantined", f"{c['quarantined']}  {_fmt(report['problems_by_reason'])}")
+    table.add_row("time (s)", _fmt(report["timings_s"]))
+    table.add_row("output", report["output_dir"])
+    out.print(table)
+
+
+def _fmt(counts: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in counts.items()) or "-"
+
+
+@app.command()
+def inspect(
+    paths: Annotated[list[Path], typer.Argument(help="Trajectory files or folders (searched recursively).")],
+    reports: Annotated[list[Path] | None, typer.Option("--reports", help="Harness report files/folders.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """One line per trajectory: file, reader, instance id, steps, success label and deciding signal."""
+    from extractors.discovery import discover_readers
+    from extractors.readers.records import find_inputs
+    from extractors.readers.reports import load_reports
+    from flows import stages
+
+    report_files = {str(f) for f in find_inputs([str(r) for r in reports or []])}
+    files = [(str(f), None) for f in find_inputs([str(p) for p in paths]) if str(f) not in report_files]
+    result = stages.read_stage(discover_readers(), files)
+    verdicts = load_reports([str(r) for r in reports or []])
+    labelled = stages.label_and_keep(result.trajectories, verdicts.by_instance, result.verdicts,
+                                     frozenset({"swe", "dr", "envsetup", "generic"}), keep_unknown=True).labelled
+    rows = [
+        {"file": t.source.file + (f":{t.source.line}" if t.source.line else ""), "reader": t.source.format,
+         "instance_id": t.source.instance_id, "steps": len(t.steps), "label": t.outcome.label,
+         "signal": t.outcome.signal, "reason": t.outcome.reason}
+        for t in labelled
+    ]
+    problems = result.problems + verdicts.problems
+    if as_json:
+        for row in rows:
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for p in problems:
+            sys.stdout.write(json.dumps({"problem": p.model_dump()}, ensure_ascii=False) + "\n")
+        return
+    table = Table(show_lines=False)
+    for col in ("file", "reader", "instance id", "steps", "label", "signal"):
+        table.add_column(col, overflow="fold")
+    style = {"success": "green", "failure": "red", "unknown": "yellow"}
+    for r in rows:
+        table.add_row(r["file"], r["reader"], r["instance_id"], str(r["steps"]),
+                      f"[{style[r['label']]}]{r['label']}[/]", r["signal"])
+    out.print(table)
+    for p in problems:
+        err.print(f"[red]quarantine[/] {p.where}: {p.reason}: {p.detail}", highlight=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

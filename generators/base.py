@@ -1,0 +1,41 @@
+"""The generator contract: GoldSteps in, Questions (or Problems) out.
+
+A generator is named in config and found by name. `generate()` receives a shard of gold steps
+and the pool of all gold steps of the same task (for drawing distractors from other steps),
+and yields one Question or one Problem per gold step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import ClassVar, NamedTuple, Protocol, runtime_checkable
+
+from schemas import GoldStep, Problem, Question
+
+
+class PoolEntry(NamedTuple):
+    """A gold answer of another step, usable as a distractor."""
+
+    step_id: str
+    trajectory_id: str
+    group: str
+    text: str
+
+
+@runtime_checkable
+class DistractorGenerator(Protocol):
+    """Makes the wrong options of MCQ questions."""
+
+    name: ClassVar[str]
+    version: ClassVar[int]
+
+    def generate(self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int) -> Iterator[Question | Problem]:
+        """One Question (gold first, `gold_index=0`) or Problem per step."""
+        ...
+
+
+def completion_question(step: GoldStep) -> Question:
+    """A completion task needs no distractors: pose the gold as is."""
+    return Question(item_id=step.step_id, scenario=step.scenario, task=step.task, form=step.form,
+                    trajectory_id=step.trajectory_id, step_index=step.step_index, fields=step.fields,
+                    gold=step.gold, provenance=step.provenance)

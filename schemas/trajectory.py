@@ -1,0 +1,110 @@
+"""The normalised trajectory every reader produces and every extractor reads.
+
+One shape for all agent formats: the task, the system prompt and first user message the agent
+saw, and a list of steps (thought/plan, action = tool name + args + raw text, observation),
+with an outcome that says whether the run succeeded and which signal decided it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from schemas.base import Model
+
+Label = Literal["success", "failure", "unknown"]
+TrajectoryKind = Literal["swe", "dr", "envsetup", "generic"]
+
+
+class Action(Model):
+    """What the agent did at one step."""
+
+    tool: str
+    """Tool or command name (`bash`, `str_replace_editor`, `web_search`, `submit`...)."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments as structured data, when the format has them (function calling)."""
+    raw: str = ""
+    """The action as the agent wrote it: a command line, or the tool call rendered as text."""
+    call_id: str | None = None
+    """Tool-call id linking the action to its observation, when the format has one."""
+
+
+class Step(Model):
+    """One agent turn: thought, action, and what came back."""
+
+    index: int
+    """0-based position in the trajectory."""
+    thought: str = ""
+    """Reasoning or plan text written before the action."""
+    action: Action | None = None
+    """The action taken; None for a turn with no tool call (e.g. a final answer)."""
+    observation: str | None = None
+    """Tool output; None when the format has none (e.g. the last `submit`)."""
+
+
+class Outcome(Model):
+    """Success label and the evidence that decided it."""
+
+    label: Label = "unknown"
+    """`success` / `failure` from a verdict; `unknown` when no verdict exists."""
+    signal: str = "no_verdict"
+    """What decided it, e.g. `harness_summary:resolved_ids`, `row:resolved`, `empty_patch`."""
+    reason: str = ""
+    """For failure/unknown: a snake_case reason (`unresolved`, `empty_patch`, `no_verdict`)."""
+
+
+class Source(Model):
+    """Where a trajectory came from."""
+
+    format: str
+    """Reader name that parsed it (`swe_agent_traj`, `swe_rows`, ...)."""
+    reader_version: int = 1
+    """Version of that reader."""
+    file: str
+    """Path of the raw file."""
+    line: int | None = None
+    """1-based line (JSONL) or row number (Parquet, JSON list), None for a whole-file record."""
+    agent: str = ""
+    """Agent framework and version, e.g. `swe-agent 1.1.0`."""
+    model: str = ""
+    """Model that drove the agent, when recorded."""
+    instance_id: str = ""
+    """Task instance id (SWE-bench instance id, query id...)."""
+    native_id: str = ""
+    """The format's own id for this run (traj_id, row id); defaults to instance_id."""
+
+
+class Trajectory(Model):
+    """A normalised agent run."""
+
+    trajectory_id: str
+    """Content-derived id: h(source format, file name, native id)."""
+    kind: TrajectoryKind = "swe"
+    """Scenario family the run belongs to; extractors declare which kinds they read."""
+    task: str
+    """The task text (issue / problem statement / question), without wrapping instructions."""
+    system_prompt: str = ""
+    """The system prompt the agent saw (may be empty)."""
+    prompt: str = ""
+    """The first (non-demonstration) user message as the agent saw it, task included."""
+    steps: tuple[Step, ...] = ()
+    """The agent's turns in order."""
+    outcome: Outcome = Outcome()
+    """Success label and signal."""
+    source: Source
+    """Provenance of the raw record."""
+    patch: str | None = None
+    """Final submitted patch (SWE), when recorded."""
+    final_answer: str | None = None
+    """Final answer text (deep research), when recorded."""
+    gold_answer: str | None = None
+    """Reference answer shipped with the run (deep research), when recorded."""
+    tool_set: tuple[dict[str, Any], ...] = ()
+    """Tool specs the agent was given, when recorded."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Format-specific extras (exit status, cost, ...); never used for labels."""
+
+    def with_outcome(self, outcome: Outcome) -> Trajectory:
+        """Return a copy with another outcome (models are frozen)."""
+        return self.model_copy(update={"outcome": outcome})

@@ -55,7 +55,9 @@ def _entry_point_modules(group: str) -> list[ModuleType]:
     return mods
 
 
-def discover_readers(package: str = "extractors.readers", group: str = "aptforge.readers") -> Mapping[str, Any]:
+def discover_readers(
+    package: str = "extractors.readers", group: str = "aptforge.readers"
+) -> Mapping[str, Any]:
     """All readers, by name, ordered by sniffing priority."""
     found = _collect(_modules(package) + _entry_point_modules(group), READER_TAG)
     ordered = sorted(found.items(), key=lambda kv: (kv[1].priority, kv[0]))

@@ -56,7 +56,13 @@ def _plan_from_action(step: Step) -> str:
     raw = a.raw.strip().splitlines()[0] if a.raw.strip() else a.tool
     if a.tool == "str_replace_editor" or raw.startswith("str_replace_editor"):
         parts = raw.split()
-        verb = {"view": "view", "create": "create", "str_replace": "edit", "insert": "edit", "undo_edit": "revert the edit to"}
+        verb = {
+            "view": "view",
+            "create": "create",
+            "str_replace": "edit",
+            "insert": "edit",
+            "undo_edit": "revert the edit to",
+        }
         if len(parts) >= 3:
             return f"I need to {verb.get(parts[1], parts[1])} {parts[2]}"
     if a.tool in {"submit", "finish"} or raw == "submit":
@@ -89,12 +95,22 @@ def _call_id(step: Step) -> str | None:
 
 
 def _assistant_full(step: Step) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "thought": step.thought,
-                           "action": step.action.raw if step.action else "", "agent": "main"}
+    msg: dict[str, Any] = {
+        "role": "assistant",
+        "thought": step.thought,
+        "action": step.action.raw if step.action else "",
+        "agent": "main",
+    }
     cid = _call_id(step)
     if cid and step.action is not None:
-        msg["tool_calls"] = [{"index": 0, "function": {"arguments": json.dumps(step.action.args),
-                                                       "name": step.action.tool}, "id": cid, "type": "function"}]
+        msg["tool_calls"] = [
+            {
+                "index": 0,
+                "function": {"arguments": json.dumps(step.action.args), "name": step.action.tool},
+                "id": cid,
+                "type": "function",
+            }
+        ]
     msg["message_type"] = "action"
     return msg
 
@@ -104,8 +120,12 @@ def _observation(step: Step, limit: int) -> dict[str, Any] | None:
         return None
     text = "OBSERVATION:\n" + truncate_middle(step.observation, limit)
     cid = _call_id(step)
-    msg: dict[str, Any] = {"role": "tool" if cid else "user", "content": [{"type": "text", "text": text}],
-                           "agent": "main", "message_type": "observation"}
+    msg: dict[str, Any] = {
+        "role": "tool" if cid else "user",
+        "content": [{"type": "text", "text": text}],
+        "agent": "main",
+        "message_type": "observation",
+    }
     if cid:
         msg["tool_call_ids"] = [cid]
     return msg
@@ -114,13 +134,28 @@ def _observation(step: Step, limit: int) -> dict[str, Any] | None:
 def _head(traj: Trajectory) -> list[dict[str, Any]]:
     head = []
     if traj.system_prompt:
-        head.append({"role": "system", "content": traj.system_prompt, "agent": "main", "message_type": "system_prompt"})
-    head.append({"role": "user", "content": [{"type": "text", "text": traj.prompt or traj.task}],
-                 "agent": "main", "message_type": "observation"})
+        head.append(
+            {
+                "role": "system",
+                "content": traj.system_prompt,
+                "agent": "main",
+                "message_type": "system_prompt",
+            }
+        )
+    head.append(
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": traj.prompt or traj.task}],
+            "agent": "main",
+            "message_type": "observation",
+        }
+    )
     return head
 
 
-def _fit(head: list[dict[str, Any]], turns: list[list[dict[str, Any]]], tail: list[dict[str, Any]], budget: int) -> str | None:
+def _fit(
+    head: list[dict[str, Any]], turns: list[list[dict[str, Any]]], tail: list[dict[str, Any]], budget: int
+) -> str | None:
     """Serialise head + turns + tail, dropping the oldest turns until it fits the budget."""
     for start in range(len(turns) + 1):
         msgs = head + [m for turn in turns[start:] for m in turn] + tail
@@ -136,14 +171,23 @@ class SweIssueFix:
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
         if task not in self.tasks:
-            yield Problem(where=traj.trajectory_id, stage="extract", reason="unknown_task", detail=f"{self.name} has no task {task!r}")
+            yield Problem(
+                where=traj.trajectory_id,
+                stage="extract",
+                reason="unknown_task",
+                detail=f"{self.name} has no task {task!r}",
+            )
             return
         plans = [condense_plan(s) for s in traj.steps]
         eligible = [s.index for s in traj.steps if self._eligible(s, plans[s.index], task)]
         if not eligible:
-            yield Problem(where=f"{traj.source.file}" + (f":{traj.source.line}" if traj.source.line else ""),
-                          stage="extract", reason="no_eligible_steps", severity="info",
-                          detail=f"{task}: none of {len(traj.steps)} steps qualifies")
+            yield Problem(
+                where=f"{traj.source.file}" + (f":{traj.source.line}" if traj.source.line else ""),
+                stage="extract",
+                reason="no_eligible_steps",
+                severity="info",
+                detail=f"{task}: none of {len(traj.steps)} steps qualifies",
+            )
             return
         rng = random.Random(content_id(options.seed, traj.trajectory_id, task))
         chosen = sorted(rng.sample(eligible, min(options.max_items_per_trajectory, len(eligible))))
@@ -151,19 +195,31 @@ class SweIssueFix:
         for i in chosen:
             step = traj.steps[i]
             if task == "plan":
-                turns = [[{"role": "assistant", "plan": plans[j]}] + self._obs_list(traj.steps[j], options)
-                         for j in range(i)]
+                turns = [
+                    [{"role": "assistant", "plan": plans[j]}] + self._obs_list(traj.steps[j], options)
+                    for j in range(i)
+                ]
                 trajs = _fit(head, turns, [], options.max_context_tokens)
                 gold, fields = plans[i], {}
             else:
-                turns = [[_assistant_full(traj.steps[j])] + self._obs_list(traj.steps[j], options) for j in range(i)]
-                trajs = _fit(head, turns, [{"role": "assistant", "thought": step.thought}], options.max_context_tokens)
+                turns = [
+                    [_assistant_full(traj.steps[j])] + self._obs_list(traj.steps[j], options)
+                    for j in range(i)
+                ]
+                trajs = _fit(
+                    head, turns, [{"role": "assistant", "thought": step.thought}], options.max_context_tokens
+                )
                 gold = step.action.raw.strip() if step.action else ""
                 fields = {"tool_set": self._tool_set(traj)}
             where = traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
             if trajs is None:
-                yield Problem(where=f"{where}#step{i}", stage="extract", reason="context_too_long", severity="warning",
-                              detail=f"{task}: system prompt and task alone exceed {options.max_context_tokens} tokens")
+                yield Problem(
+                    where=f"{where}#step{i}",
+                    stage="extract",
+                    reason="context_too_long",
+                    severity="warning",
+                    detail=f"{task}: system prompt and task alone exceed {options.max_context_tokens} tokens",
+                )
                 continue
             yield GoldStep(
                 step_id=content_id(self.name, task, traj.trajectory_id, i),

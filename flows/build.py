@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-
 from typing import Any, TypeVar
 
 from prefect import flow, task
@@ -59,13 +58,17 @@ def read_shard(files: list[tuple[str, str | None]]) -> stages.ReadResult:
 
 
 @task(name="extract-shard", cache_policy=NO_CACHE)
-def extract_shard(scenario: str, trajs: list[Trajectory], tasks: dict[str, ExtractOptions]) -> tuple[list[GoldStep], list[Problem]]:
+def extract_shard(
+    scenario: str, trajs: list[Trajectory], tasks: dict[str, ExtractOptions]
+) -> tuple[list[GoldStep], list[Problem]]:
     """Extract gold steps of every task from one shard of kept trajectories."""
     return stages.extract_stage(discover_extractors()[scenario](), trajs, tasks)
 
 
 @task(name="generate-shard", cache_policy=NO_CACHE)
-def generate_shard(config: BuildConfig, golds: list[GoldStep], pool: list[Any], n_options: int) -> tuple[list[Question], list[Problem]]:
+def generate_shard(
+    config: BuildConfig, golds: list[GoldStep], pool: list[Any], n_options: int
+) -> tuple[list[Question], list[Problem]]:
     """Pose one shard of gold steps as questions."""
     return stages.generate_stage(make_generator(config), golds, pool, n_options)
 
@@ -110,27 +113,42 @@ def build(config: BuildConfig) -> dict[str, Any]:
     tasks = {name: t for name, t in config.tasks.items() if t.enabled}
     for name in tasks:
         if name not in extractor_cls.tasks:
-            raise ValueError(f"extractor {config.scenario} has no task {name!r}; it has {', '.join(extractor_cls.tasks)}")
+            raise ValueError(
+                f"extractor {config.scenario} has no task {name!r}; it has {', '.join(extractor_cls.tasks)}"
+            )
     specs = {name: task_spec(config.scenario, name) for name in tasks}
     out = config.output_dir()
 
     with timer.stage("read"):
         files = _inputs(config)
-        reads = _gather([read_shard.submit(s) for s in chunks(files, config.limits.shard_size)], "read", progress)
+        reads = _gather(
+            [read_shard.submit(s) for s in chunks(files, config.limits.shard_size)], "read", progress
+        )
         verdicts = load_reports(config.reports)
     trajs = [t for r in reads for t in r.trajectories]
     problems: list[Problem] = [p for r in reads for p in r.problems] + verdicts.problems
 
     with timer.stage("keep"):
-        kept = stages.label_and_keep(trajs, verdicts.by_instance, [v for r in reads for v in r.verdicts],
-                                     extractor_cls.reads, config.keep_unknown)
+        kept = stages.label_and_keep(
+            trajs,
+            verdicts.by_instance,
+            [v for r in reads for v in r.verdicts],
+            extractor_cls.reads,
+            config.keep_unknown,
+        )
     problems += kept.problems
 
-    options = {name: ExtractOptions(t.max_items_per_trajectory, t.max_context_tokens, t.max_observation_chars, config.seed)
-               for name, t in tasks.items()}
+    options = {
+        name: ExtractOptions(
+            t.max_items_per_trajectory, t.max_context_tokens, t.max_observation_chars, config.seed
+        )
+        for name, t in tasks.items()
+    }
     with timer.stage("extract"):
         shards = chunks(kept.kept, max(1, config.limits.shard_size // 4))
-        extracted = _gather([extract_shard.submit(config.scenario, s, options) for s in shards], "extract", progress)
+        extracted = _gather(
+            [extract_shard.submit(config.scenario, s, options) for s in shards], "extract", progress
+        )
     golds = [g for gs, _ in extracted for g in gs]
     problems += [p for _, ps in extracted for p in ps]
 
@@ -139,8 +157,10 @@ def build(config: BuildConfig) -> dict[str, Any]:
         for name in tasks:
             task_golds = [g for g in golds if g.task == name]
             pool = stages.pool_of(task_golds)
-            futures = [generate_shard.submit(config, s, pool, specs[name].n_options)
-                       for s in chunks(task_golds, config.limits.shard_size)]
+            futures = [
+                generate_shard.submit(config, s, pool, specs[name].n_options)
+                for s in chunks(task_golds, config.limits.shard_size)
+            ]
             for qs, ps in _gather(futures, f"generate {name}", progress):
                 questions += qs
                 problems += ps
@@ -162,8 +182,16 @@ def build(config: BuildConfig) -> dict[str, Any]:
     return report
 
 
-def _report(config: BuildConfig, files: list[tuple[str, str | None]], trajs: list[Trajectory], kept: stages.KeepResult,
-            golds: list[GoldStep], by_task: dict[str, list[dict[str, Any]]], problems: list[Problem], timer: _Timer) -> dict[str, Any]:
+def _report(
+    config: BuildConfig,
+    files: list[tuple[str, str | None]],
+    trajs: list[Trajectory],
+    kept: stages.KeepResult,
+    golds: list[GoldStep],
+    by_task: dict[str, list[dict[str, Any]]],
+    problems: list[Problem],
+    timer: _Timer,
+) -> dict[str, Any]:
     labels = Counter(t.outcome.label for t in kept.labelled)
     signals = Counter(t.outcome.signal for t in kept.labelled)
     formats = Counter(t.source.format for t in trajs)
@@ -207,5 +235,3 @@ def run_build(config: BuildConfig, progress: Progress | None = None) -> dict[str
 
 
 __all__ = ["build", "chunks", "make_generator", "run_build"]
-
-

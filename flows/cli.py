@@ -36,10 +36,20 @@ def _quiet_prefect() -> None:
 @app.command()
 def build(
     config: Annotated[Path, typer.Argument(help="Build config YAML (e.g. configs/swe.yaml).")],
-    input: Annotated[list[Path] | None, typer.Option("--input", help="Raw trajectory files/folders (replace the config's sources).")] = None,
-    reports: Annotated[list[Path] | None, typer.Option("--reports", help="Harness report files/folders (replace the config's).")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Output root (default: the config's out_dir).")] = None,
-    generator: Annotated[str | None, typer.Option("--generator", help="Distractor generator name (default: the config's).")] = None,
+    input: Annotated[
+        list[Path] | None,
+        typer.Option("--input", help="Raw trajectory files/folders (replace the config's sources)."),
+    ] = None,
+    reports: Annotated[
+        list[Path] | None,
+        typer.Option("--reports", help="Harness report files/folders (replace the config's)."),
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output root (default: the config's out_dir).")
+    ] = None,
+    generator: Annotated[
+        str | None, typer.Option("--generator", help="Distractor generator name (default: the config's).")
+    ] = None,
 ) -> None:
     """Build benchmark candidates from raw trajectories (runs the Prefect flow `build-benchmark`)."""
     from flows.config import ConfigError, load_config
@@ -54,8 +64,14 @@ def build(
 
     from flows.build import run_build
 
-    with Progress(TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description:<18}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
         ids: dict[str, Any] = {}
 
         def progress(label: str, done: int, total: int) -> None:
@@ -74,8 +90,11 @@ def build(
 def print_summary(report: dict[str, Any]) -> None:
     """A readable end-of-build summary."""
     c = report["counts"]
-    table = Table(title=f"aptforge build: {report['scenario']} {report['version']} (generator: {report['generator']})",
-                  show_header=False, title_justify="left")
+    table = Table(
+        title=f"aptforge build: {report['scenario']} {report['version']} (generator: {report['generator']})",
+        show_header=False,
+        title_justify="left",
+    )
     table.add_column(style="bold")
     table.add_column()
     table.add_row("input files", str(c["input_files"]))
@@ -96,7 +115,9 @@ def _fmt(counts: dict[str, Any]) -> str:
 @app.command()
 def inspect(
     paths: Annotated[list[Path], typer.Argument(help="Trajectory files or folders (searched recursively).")],
-    reports: Annotated[list[Path] | None, typer.Option("--reports", help="Harness report files/folders.")] = None,
+    reports: Annotated[
+        list[Path] | None, typer.Option("--reports", help="Harness report files/folders.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """One line per trajectory: file, reader, instance id, steps, success label and deciding signal."""
@@ -109,12 +130,23 @@ def inspect(
     files = [(str(f), None) for f in find_inputs([str(p) for p in paths]) if str(f) not in report_files]
     result = stages.read_stage(discover_readers(), files)
     verdicts = load_reports([str(r) for r in reports or []])
-    labelled = stages.label_and_keep(result.trajectories, verdicts.by_instance, result.verdicts,
-                                     frozenset({"swe", "dr", "envsetup", "generic"}), keep_unknown=True).labelled
+    labelled = stages.label_and_keep(
+        result.trajectories,
+        verdicts.by_instance,
+        result.verdicts,
+        frozenset({"swe", "dr", "envsetup", "generic"}),
+        keep_unknown=True,
+    ).labelled
     rows = [
-        {"file": t.source.file + (f":{t.source.line}" if t.source.line else ""), "reader": t.source.format,
-         "instance_id": t.source.instance_id, "steps": len(t.steps), "label": t.outcome.label,
-         "signal": t.outcome.signal, "reason": t.outcome.reason}
+        {
+            "file": t.source.file + (f":{t.source.line}" if t.source.line else ""),
+            "reader": t.source.format,
+            "instance_id": t.source.instance_id,
+            "steps": len(t.steps),
+            "label": t.outcome.label,
+            "signal": t.outcome.signal,
+            "reason": t.outcome.reason,
+        }
         for t in labelled
     ]
     problems = result.problems + verdicts.problems
@@ -124,16 +156,29 @@ def inspect(
         for p in problems:
             sys.stdout.write(json.dumps({"problem": p.model_dump()}, ensure_ascii=False) + "\n")
         return
-    table = Table(show_lines=False)
-    for col in ("file", "reader", "instance id", "steps", "label", "signal"):
-        table.add_column(col, overflow="fold")
-    style = {"success": "green", "failure": "red", "unknown": "yellow"}
-    for r in rows:
-        table.add_row(r["file"], r["reader"], r["instance_id"], str(r["steps"]),
-                      f"[{style[r['label']]}]{r['label']}[/]", r["signal"])
-    out.print(table)
+    cols = ("file", "reader", "instance_id", "steps", "label", "signal")
+    cells = [[_display_path(r["file"]) if c == "file" else str(r[c]) for c in cols] for r in rows]
+    widths = [max([len(c)] + [len(line[i]) for line in cells]) for i, c in enumerate(cols)]
+    sys.stdout.write("  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip() + "\n")
+    for line in cells:
+        sys.stdout.write("  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() + "\n")
+    labels = {k: sum(1 for r in rows if r["label"] == k) for k in ("success", "failure", "unknown")}
+    err.print(
+        f"{len(rows)} trajectories: "
+        + ", ".join(f"{k}={v}" for k, v in labels.items())
+        + f"; {len(problems)} quarantined",
+        highlight=False,
+    )
     for p in problems:
-        err.print(f"[red]quarantine[/] {p.where}: {p.reason}: {p.detail}", highlight=False)
+        err.print(
+            f"quarantine {_display_path(p.where)}: {p.reason}: {p.detail}", highlight=False, soft_wrap=True
+        )
+
+
+def _display_path(path: str) -> str:
+    """Paths relative to the working directory when they are below it."""
+    cwd = str(Path.cwd()) + os.sep
+    return path[len(cwd) :] if path.startswith(cwd) else path
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ works from any working directory. Paths given on the command line are taken as t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -130,7 +130,9 @@ def load_config(path: str | Path, **overrides: Any) -> BuildConfig:
     for src in raw.get("sources") or []:
         if isinstance(src, dict) and isinstance(src.get("path"), str):
             src["path"] = _resolve(base, src["path"])
-    raw["sources"] = [{"path": _resolve(base, s)} if isinstance(s, str) else s for s in raw.get("sources") or []]
+    raw["sources"] = [
+        {"path": _resolve(base, s)} if isinstance(s, str) else s for s in raw.get("sources") or []
+    ]
     raw["reports"] = [_resolve(base, r) if isinstance(r, str) else r for r in raw.get("reports") or []]
     if isinstance(raw.get("out_dir"), str):
         raw["out_dir"] = _resolve(base, raw["out_dir"])

@@ -53,5 +53,6 @@ def write_jsonl(target: str | Path, rows: Iterable[dict[str, Any]]) -> None:
 def write_parquet(target: str | Path, table: pa.Table) -> None:
     """Atomically write a Parquet file with deterministic settings (no timestamps in metadata)."""
     with atomic_path(target) as tmp:
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=True, write_statistics=True,
-                       store_schema=True)
+        pq.write_table(
+            table, tmp, compression="zstd", use_dictionary=True, write_statistics=True, store_schema=True
+        )

@@ -53,8 +53,13 @@ class KeepResult(NamedTuple):
     problems: list[Problem]
 
 
-def label_and_keep(trajs: Iterable[Trajectory], report_verdicts: Mapping[str, RunVerdict],
-                   found: Iterable[FoundVerdict], reads: frozenset[str], keep_unknown: bool) -> KeepResult:
+def label_and_keep(
+    trajs: Iterable[Trajectory],
+    report_verdicts: Mapping[str, RunVerdict],
+    found: Iterable[FoundVerdict],
+    reads: frozenset[str],
+    keep_unknown: bool,
+) -> KeepResult:
     """Apply harness verdicts (config reports first, then reports met among inputs) and keep successes."""
     merged = merge_verdicts([(v.verdict, v.origin) for v in found])
     verdicts = {**merged.by_instance, **report_verdicts}
@@ -78,7 +83,9 @@ def label_and_keep(trajs: Iterable[Trajectory], report_verdicts: Mapping[str, Ru
     return KeepResult(kept, labelled, dropped, list(merged.problems))
 
 
-def extract_stage(extractor: Any, trajs: Iterable[Trajectory], tasks: Mapping[str, ExtractOptions]) -> tuple[list[GoldStep], list[Problem]]:
+def extract_stage(
+    extractor: Any, trajs: Iterable[Trajectory], tasks: Mapping[str, ExtractOptions]
+) -> tuple[list[GoldStep], list[Problem]]:
     """Run the scenario extractor for every task over a shard of trajectories."""
     golds: list[GoldStep] = []
     problems: list[Problem] = []
@@ -94,8 +101,9 @@ def pool_of(golds: Iterable[GoldStep]) -> list[PoolEntry]:
     return [PoolEntry(g.step_id, g.trajectory_id, g.group, g.gold) for g in golds]
 
 
-def generate_stage(generator: DistractorGenerator, golds: Sequence[GoldStep], pool: Sequence[PoolEntry],
-                   n_options: int) -> tuple[list[Question], list[Problem]]:
+def generate_stage(
+    generator: DistractorGenerator, golds: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
+) -> tuple[list[Question], list[Problem]]:
     """Pose gold steps as questions (distractors for MCQ)."""
     questions: list[Question] = []
     problems: list[Problem] = []

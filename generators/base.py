@@ -29,13 +29,23 @@ class DistractorGenerator(Protocol):
     name: ClassVar[str]
     version: ClassVar[int]
 
-    def generate(self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int) -> Iterator[Question | Problem]:
+    def generate(
+        self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
+    ) -> Iterator[Question | Problem]:
         """One Question (gold first, `gold_index=0`) or Problem per step."""
         ...
 
 
 def completion_question(step: GoldStep) -> Question:
     """A completion task needs no distractors: pose the gold as is."""
-    return Question(item_id=step.step_id, scenario=step.scenario, task=step.task, form=step.form,
-                    trajectory_id=step.trajectory_id, step_index=step.step_index, fields=step.fields,
-                    gold=step.gold, provenance=step.provenance)
+    return Question(
+        item_id=step.step_id,
+        scenario=step.scenario,
+        task=step.task,
+        form=step.form,
+        trajectory_id=step.trajectory_id,
+        step_index=step.step_index,
+        fields=step.fields,
+        gold=step.gold,
+        provenance=step.provenance,
+    )

@@ -30,7 +30,9 @@ class OfflineGenerator:
         self.near_duplicate = near_duplicate
         self.spread = spread
 
-    def generate(self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int) -> Iterator[Question | Problem]:
+    def generate(
+        self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
+    ) -> Iterator[Question | Problem]:
         pool_tokens = [tokens(e.text) for e in pool]
         for step in steps:
             if step.form == "completion":
@@ -38,21 +40,38 @@ class OfflineGenerator:
                 continue
             picked = self._pick(step, pool, pool_tokens, n_options - 1)
             if len(picked) < n_options - 1:
-                yield Problem(where=step.step_id, stage="generate", reason="too_few_distractors",
-                              detail=f"{step.scenario}/{step.task}: {len(picked)} of {n_options - 1} distractors "
-                                     f"found among {len(pool)} pooled answers")
+                yield Problem(
+                    where=step.step_id,
+                    stage="generate",
+                    reason="too_few_distractors",
+                    detail=f"{step.scenario}/{step.task}: {len(picked)} of {n_options - 1} distractors "
+                    f"found among {len(pool)} pooled answers",
+                )
                 continue
-            prov = step.provenance.model_copy(update={"generator": self.name, "generator_version": self.version})
-            yield Question(item_id=step.step_id, scenario=step.scenario, task=step.task, form=step.form,
-                           trajectory_id=step.trajectory_id, step_index=step.step_index, fields=step.fields,
-                           gold=step.gold, options=(step.gold, *(d.text for d in picked)), gold_index=0,
-                           distractors=tuple(picked), provenance=prov)
+            prov = step.provenance.model_copy(
+                update={"generator": self.name, "generator_version": self.version}
+            )
+            yield Question(
+                item_id=step.step_id,
+                scenario=step.scenario,
+                task=step.task,
+                form=step.form,
+                trajectory_id=step.trajectory_id,
+                step_index=step.step_index,
+                fields=step.fields,
+                gold=step.gold,
+                options=(step.gold, *(d.text for d in picked)),
+                gold_index=0,
+                distractors=tuple(picked),
+                provenance=prov,
+            )
 
     def _acceptable(self, text: str, taken: list[str]) -> bool:
         return bool(text.strip()) and all(similarity(text, t) < self.near_duplicate for t in taken)
 
-    def _pick(self, step: GoldStep, pool: Sequence[PoolEntry], pool_tokens: Sequence[frozenset[str]],
-              need: int) -> list[Distractor]:
+    def _pick(
+        self, step: GoldStep, pool: Sequence[PoolEntry], pool_tokens: Sequence[frozenset[str]], need: int
+    ) -> list[Distractor]:
         taken = [step.gold]
         picked: list[Distractor] = []
         for i, cand in enumerate(step.candidates):

@@ -47,19 +47,40 @@ TASKS: dict[tuple[str, str], TaskSpec] = {
         "issue_fix", "plan", "mcq", 4, (("uuid", _S), ("trajs", _S), ("choices", _S), ("answer", _S))
     ),
     ("swe_issue_fix", "action"): TaskSpec(
-        "issue_fix", "action", "completion", 0, (("uuid", _S), ("tool_set", _S), ("trajs", _S), ("answer", _S))
+        "issue_fix",
+        "action",
+        "completion",
+        0,
+        (("uuid", _S), ("tool_set", _S), ("trajs", _S), ("answer", _S)),
     ),
     ("swe_issue_fix", "locate"): TaskSpec(
-        "issue_fix", "locate", "mcq", 4, (("uuid", _S), ("issue_statement", _S), ("choices", _S), ("answer", _S))
+        "issue_fix",
+        "locate",
+        "mcq",
+        4,
+        (("uuid", _S), ("issue_statement", _S), ("choices", _S), ("answer", _S)),
     ),
     ("swe_issue_fix", "fix_patch"): TaskSpec(
-        "issue_fix", "fix_patch", "mcq", 4, (("uuid", _S), ("issue_statement", _S), ("choices", _S), ("answer", _S))
+        "issue_fix",
+        "fix_patch",
+        "mcq",
+        4,
+        (("uuid", _S), ("issue_statement", _S), ("choices", _S), ("answer", _S)),
     ),
     ("swe_issue_fix", "test_patch"): TaskSpec(
-        "issue_fix", "test_patch", "mcq", 4, (("uuid", _S), ("problem_statement", _S), ("choices", _S), ("answer", _S))
+        "issue_fix",
+        "test_patch",
+        "mcq",
+        4,
+        (("uuid", _S), ("problem_statement", _S), ("choices", _S), ("answer", _S)),
     ),
     ("swe_env_setup", "plan"): TaskSpec(
-        "env_setup", "plan", "mcq", 7, (("uuid", _S), ("repo_info", _S), ("choices", _S), ("answer", _S)), choices_sep=" "
+        "env_setup",
+        "plan",
+        "mcq",
+        7,
+        (("uuid", _S), ("repo_info", _S), ("choices", _S), ("answer", _S)),
+        choices_sep=" ",
     ),
     ("swe_env_setup", "action"): TaskSpec(
         "env_setup",
@@ -198,7 +219,9 @@ def aptbench_fields(question: Question) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for name, kind in spec.fields:
         if name not in values:
-            raise ValueError(f"{question.scenario}/{question.task} item {question.item_id} lacks field {name!r}")
+            raise ValueError(
+                f"{question.scenario}/{question.task} item {question.item_id} lacks field {name!r}"
+            )
         value = values[name]
         row[name] = int(value) if kind == "int" else str(value)
     return row

@@ -31,7 +31,9 @@ def text_of(content: Any) -> str:
         return "\n".join(parts)
     if isinstance(content, dict) and isinstance(content.get("text"), str):
         return content["text"]
-    raise ReadError("wrong_type", f"message content must be text or a list of text blocks, got {type(content).__name__}")
+    raise ReadError(
+        "wrong_type", f"message content must be text or a list of text blocks, got {type(content).__name__}"
+    )
 
 
 def jsonish(value: Any) -> Any:

@@ -32,8 +32,12 @@ class RunVerdict(NamedTuple):
     """Per-instance reports (2) win over run summaries (1)."""
 
 
-_ID_LISTS = (("resolved_ids", True, "resolved"), ("empty_patch_ids", False, "empty_patch"),
-             ("error_ids", False, "error"), ("unresolved_ids", False, "unresolved"))
+_ID_LISTS = (
+    ("resolved_ids", True, "resolved"),
+    ("empty_patch_ids", False, "empty_patch"),
+    ("error_ids", False, "error"),
+    ("unresolved_ids", False, "unresolved"),
+)
 
 
 def is_report(data: Any) -> bool:
@@ -43,13 +47,18 @@ def is_report(data: Any) -> bool:
     if isinstance(data.get("resolved_ids"), list):
         return True
     instances = data.get("instances")
-    if isinstance(instances, list) and instances and all(
-        isinstance(r, dict) and "instance_id" in r and "resolved" in r for r in instances[:5]
+    if (
+        isinstance(instances, list)
+        and instances
+        and all(isinstance(r, dict) and "instance_id" in r and "resolved" in r for r in instances[:5])
     ):
         return True
     if "resolved" in data and ("tests_status" in data or "patch_successfully_applied" in data):
         return True
-    return all(isinstance(v, dict) and "resolved" in v and ("tests_status" in v or "patch_exists" in v) for v in data.values())
+    return all(
+        isinstance(v, dict) and "resolved" in v and ("tests_status" in v or "patch_exists" in v)
+        for v in data.values()
+    )
 
 
 def parse_report(data: Any, origin: Origin) -> Iterator[RunVerdict]:
@@ -69,8 +78,13 @@ def parse_report(data: Any, origin: Origin) -> Iterator[RunVerdict]:
         for row in data["instances"]:
             flag = as_bool(row.get("resolved"))
             if isinstance(row.get("instance_id"), str) and flag is not None:
-                yield RunVerdict(row["instance_id"], flag, "resolved" if flag else "unresolved",
-                                 "results_summary:resolved", 1)
+                yield RunVerdict(
+                    row["instance_id"],
+                    flag,
+                    "resolved" if flag else "unresolved",
+                    "results_summary:resolved",
+                    1,
+                )
         return
     if "resolved" in data:  # flat per-instance report under logs/<instance_id>/report.json
         yield from _instance_verdict(Path(origin.file).parent.name, data)
@@ -104,9 +118,16 @@ def merge_verdicts(found: Iterable[tuple[RunVerdict, Origin]]) -> Verdicts:
         if old is None or verdict.specificity > old.specificity:
             by_instance[verdict.instance_id] = verdict
         elif verdict.specificity == old.specificity and verdict.resolved != old.resolved:
-            problems.append(Problem(where=str(origin), stage="label", reason="conflicting_verdicts", severity="warning",
-                                    detail=f"{verdict.instance_id}: {verdict.signal}={verdict.resolved} "
-                                           f"contradicts {old.signal}={old.resolved}; kept the first"))
+            problems.append(
+                Problem(
+                    where=str(origin),
+                    stage="label",
+                    reason="conflicting_verdicts",
+                    severity="warning",
+                    detail=f"{verdict.instance_id}: {verdict.signal}={verdict.resolved} "
+                    f"contradicts {old.signal}={old.resolved}; kept the first",
+                )
+            )
     return Verdicts(by_instance, problems)
 
 
@@ -122,8 +143,15 @@ def load_reports(paths: Iterable[str]) -> Verdicts:
             assert isinstance(rec, Record)
             verdicts = list(parse_report(rec.data, rec.origin))
             if not verdicts:
-                problems.append(Problem(where=str(rec.origin), stage="report", reason="not_a_report", severity="warning",
-                                        detail="no resolved_ids, instances or per-instance resolved flags found"))
+                problems.append(
+                    Problem(
+                        where=str(rec.origin),
+                        stage="report",
+                        reason="not_a_report",
+                        severity="warning",
+                        detail="no resolved_ids, instances or per-instance resolved flags found",
+                    )
+                )
             found.extend((v, rec.origin) for v in verdicts)
     merged = merge_verdicts(found)
     return Verdicts(merged.by_instance, problems + merged.problems)

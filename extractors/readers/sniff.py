@@ -28,8 +28,10 @@ class FoundVerdict(NamedTuple):
 def _is_predictions(data: Any) -> bool:
     if isinstance(data, dict) and "model_patch" in data and "instance_id" in data and len(data) <= 4:
         return True
-    return isinstance(data, dict) and bool(data) and all(
-        isinstance(v, dict) and "model_patch" in v for v in list(data.values())[:5]
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(isinstance(v, dict) and "model_patch" in v for v in list(data.values())[:5])
     )
 
 
@@ -39,12 +41,14 @@ def sniff_reader(readers: Mapping[str, Any], data: Any) -> Any | None:
         try:
             if cls().sniff(data):
                 return cls
-        except Exception:  # a sniff must never stop the run  # noqa: S112
+        except Exception:  # a sniff must never stop the run
             continue
     return None
 
 
-def read_record(readers: Mapping[str, Any], rec: Record, forced: str | None = None) -> Trajectory | Problem | FoundVerdict | list[FoundVerdict] | None:
+def read_record(
+    readers: Mapping[str, Any], rec: Record, forced: str | None = None
+) -> Trajectory | Problem | FoundVerdict | list[FoundVerdict] | None:
     """Read one record; None for a skipped artefact."""
     where = str(rec.origin)
     cls = readers.get(forced) if forced else sniff_reader(readers, rec.data)
@@ -55,8 +59,12 @@ def read_record(readers: Mapping[str, Any], rec: Record, forced: str | None = No
         if _is_predictions(rec.data):
             return None
         keys = ", ".join(sorted(rec.data)[:8]) if isinstance(rec.data, dict) else type(rec.data).__name__
-        return Problem(where=where, stage="read", reason="unknown_format",
-                       detail=f"no reader recognises this record (top-level: {keys})")
+        return Problem(
+            where=where,
+            stage="read",
+            reason="unknown_format",
+            detail=f"no reader recognises this record (top-level: {keys})",
+        )
     try:
         return cls().read(rec.data, rec.origin)
     except ReadError as exc:
@@ -64,13 +72,21 @@ def read_record(readers: Mapping[str, Any], rec: Record, forced: str | None = No
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        return Problem(where=where, stage="read", reason="wrong_type", detail=f"{cls.name}: {loc}: {first['msg']}")
+        return Problem(
+            where=where, stage="read", reason="wrong_type", detail=f"{cls.name}: {loc}: {first['msg']}"
+        )
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
-        return Problem(where=where, stage="read", reason="malformed_record",
-                       detail=f"{cls.name}: {type(exc).__name__}: {exc}")
+        return Problem(
+            where=where,
+            stage="read",
+            reason="malformed_record",
+            detail=f"{cls.name}: {type(exc).__name__}: {exc}",
+        )
 
 
-def read_file(readers: Mapping[str, Any], file: str, forced: str | None = None) -> Iterator[Trajectory | Problem | FoundVerdict]:
+def read_file(
+    readers: Mapping[str, Any], file: str, forced: str | None = None
+) -> Iterator[Trajectory | Problem | FoundVerdict]:
     """Read every record of one file."""
     for rec in iter_records(file):
         if isinstance(rec, Problem):

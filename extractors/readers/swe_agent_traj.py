@@ -61,8 +61,7 @@ class SweAgentTraj:
             and "trajectory_format" not in record
             and "messages" not in record
             and any(k in record for k in ("trajectory", "info", "replay_config", "environment"))
-            or (isinstance(record, dict) and set(record) == {"history"})
-        )
+        ) or (isinstance(record, dict) and set(record) == {"history"})
 
     def read(self, record: dict[str, Any], origin: Origin) -> Trajectory:
         history = record.get("history")
@@ -86,7 +85,9 @@ class SweAgentTraj:
         problem = replay.get("problem_statement") if isinstance(replay.get("problem_statement"), dict) else {}
         task = problem.get("text") if isinstance(problem.get("text"), str) else extract_issue(prompt)
         if not task.strip():
-            raise ReadError("missing_task", "no problem statement in replay_config and no user message in history")
+            raise ReadError(
+                "missing_task", "no problem statement in replay_config and no user message in history"
+            )
 
         actions = [m for m in msgs if m.get("role") == "assistant" and ("action" in m or m.get("tool_calls"))]
         steps = self._steps(steps_raw, actions, msgs)
@@ -128,12 +129,20 @@ class SweAgentTraj:
             aligned = len(actions) == len(steps_raw)
             for i, s in enumerate(steps_raw):
                 if not isinstance(s, dict):
-                    raise ReadError("wrong_type", f"trajectory[{i}] must be an object, got {type(s).__name__}")
+                    raise ReadError(
+                        "wrong_type", f"trajectory[{i}] must be an object, got {type(s).__name__}"
+                    )
                 raw = s.get("action") if isinstance(s.get("action"), str) else ""
                 call = _tool_call(actions[i]) if aligned else None
                 obs = s.get("observation")
-                steps.append(Step(index=i, thought=str(s.get("thought") or ""), action=_action(raw, call),
-                                  observation=obs if isinstance(obs, str) else None))
+                steps.append(
+                    Step(
+                        index=i,
+                        thought=str(s.get("thought") or ""),
+                        action=_action(raw, call),
+                        observation=obs if isinstance(obs, str) else None,
+                    )
+                )
             return steps
         # history-only files: pair each assistant action with the observations after it
         pending: dict[str, Any] | None = None
@@ -142,9 +151,14 @@ class SweAgentTraj:
             if m.get("role") == "assistant":
                 if pending is not None:
                     raw = pending.get("action") if isinstance(pending.get("action"), str) else ""
-                    steps.append(Step(index=len(steps), thought=str(pending.get("thought") or text_of(pending.get("content"))),
-                                      action=_action(raw, _tool_call(pending)),
-                                      observation="\n".join(observations) if observations else None))
+                    steps.append(
+                        Step(
+                            index=len(steps),
+                            thought=str(pending.get("thought") or text_of(pending.get("content"))),
+                            action=_action(raw, _tool_call(pending)),
+                            observation="\n".join(observations) if observations else None,
+                        )
+                    )
                 pending, observations = (None if m.get("_end") else m), []
             elif m.get("role") in ("tool", "user") and pending is not None:
                 observations.append(text_of(m.get("content")))

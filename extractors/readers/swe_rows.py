@@ -32,8 +32,11 @@ def _messages(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     else:
         msgs, style = jsonish(record["trajectory"]), "nebius"
     if not isinstance(msgs, list):
-        raise ReadError("wrong_type", f"`{'messages' if style == 'messages' else 'trajectory'}` must be a list, "
-                                      f"got {type(msgs).__name__}")
+        raise ReadError(
+            "wrong_type",
+            f"`{'messages' if style == 'messages' else 'trajectory'}` must be a list, "
+            f"got {type(msgs).__name__}",
+        )
     for i, m in enumerate(msgs):
         if not isinstance(m, dict):
             raise ReadError("wrong_type", f"message {i} must be an object, got {type(m).__name__}")
@@ -59,7 +62,9 @@ def _assistant_step(m: dict[str, Any], style: str, index: int) -> Step:
     parsed = parse_text_call(content)
     if parsed is not None:
         thought, name, args = parsed
-        return Step(index=index, thought=thought, action=Action(tool=name, args=args, raw=render_call(name, args)))
+        return Step(
+            index=index, thought=thought, action=Action(tool=name, args=args, raw=render_call(name, args))
+        )
     fenced = split_fenced_action(content)
     if fenced is not None:
         thought, command = fenced
@@ -110,13 +115,23 @@ class SweRows:
         outcome = (
             Outcome()
             if flag is None
-            else Outcome(label="success" if flag else "failure", signal=f"row:{verdict_key}",
-                         reason="resolved" if flag else "unresolved")
+            else Outcome(
+                label="success" if flag else "failure",
+                signal=f"row:{verdict_key}",
+                reason="resolved" if flag else "unresolved",
+            )
         )
         instance_id = str(record.get("instance_id") or "")
-        native = str(record.get("traj_id") or record.get("id") or
-                     (f"{instance_id}/{record['run_id']}" if record.get("run_id") else instance_id))
-        model = str(record.get("model") or record.get("model_name") or str(record.get("run_id") or "").split("_maxiter")[0])
+        native = str(
+            record.get("traj_id")
+            or record.get("id")
+            or (f"{instance_id}/{record['run_id']}" if record.get("run_id") else instance_id)
+        )
+        model = str(
+            record.get("model")
+            or record.get("model_name")
+            or str(record.get("run_id") or "").split("_maxiter")[0]
+        )
         agent = "swe-agent" if style == "nebius" or "traj_id" in record else "openhands"
         patch = record.get("patch") or record.get("generated_patch")
         if patch is None and isinstance(record.get("test_result"), dict):
@@ -131,8 +146,16 @@ class SweRows:
             prompt=prompt,
             steps=tuple(steps),
             outcome=outcome,
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent=agent, model=model, instance_id=instance_id, native_id=native),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent=agent,
+                model=model,
+                instance_id=instance_id,
+                native_id=native,
+            ),
             patch=patch if isinstance(patch, str) else None,
             tool_set=tool_set,
             meta={k: record[k] for k in ("exit_status",) if k in record},

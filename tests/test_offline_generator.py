@@ -1,0 +1,87 @@
+"""Offline distractors and balanced gold positions."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from generators.balance import balance_positions
+from generators.base import PoolEntry
+from generators.offline import OfflineGenerator
+from generators.text import similarity
+from schemas import GoldStep, Problem, Provenance, Question
+
+PROV = Provenance(source_file="x", source_format="swe_agent_traj", extractor="swe_issue_fix")
+PLANS = [
+    "I need to open the parser module",
+    "I need to open the parser module.",  # near-duplicate of the first
+    "I need to run the reproduction script",
+    "I need to inspect the tokenizer for quoted fields",
+    "I need to edit the split function to respect quotes",
+    "I need to submit the changes",
+    "I need to create a test script for empty inputs",
+    "I need to search the code for the division helper",
+]
+
+
+def _gold(i: int, text: str, tid: str = "t") -> GoldStep:
+    return GoldStep(
+        step_id=f"s{i}",
+        scenario="swe_issue_fix",
+        task="plan",
+        form="mcq",
+        trajectory_id=f"{tid}{i % 3}",
+        step_index=i,
+        gold=text,
+        fields={"trajs": "[]"},
+        provenance=PROV,
+    )
+
+
+def _pool(golds):
+    return [PoolEntry(g.step_id, g.trajectory_id, g.group, g.gold) for g in golds]
+
+
+def test_distractors_are_never_equal_or_near_equal_to_the_gold_or_each_other():
+    golds = [_gold(i, t) for i, t in enumerate(PLANS)]
+    out = list(OfflineGenerator(seed=1).generate(golds, _pool(golds), 4))
+    qs = [q for q in out if isinstance(q, Question)]
+    assert len(qs) == len(golds)
+    for q in qs:
+        assert q.options[q.gold_index] == q.gold and len(q.options) == 4
+        for i, a in enumerate(q.options):
+            for b in q.options[i + 1 :]:
+                assert similarity(a, b) < 0.85, (a, b)
+
+
+def test_the_generator_is_deterministic_for_a_seed():
+    golds = [_gold(i, t) for i, t in enumerate(PLANS)]
+    a = list(OfflineGenerator(seed=3).generate(golds, _pool(golds), 4))
+    b = list(OfflineGenerator(seed=3).generate(golds, _pool(golds), 4))
+    assert a == b
+
+
+def test_too_small_a_pool_gives_a_problem_not_a_short_question():
+    golds = [_gold(0, PLANS[0]), _gold(1, PLANS[2])]
+    out = list(OfflineGenerator().generate(golds, _pool(golds), 4))
+    assert all(isinstance(p, Problem) and p.reason == "too_few_distractors" for p in out)
+
+
+def test_scenario_candidates_are_used_first():
+    g = _gold(0, "I need to open the parser module").model_copy(
+        update={"candidates": ("alpha beta", "gamma delta")}
+    )
+    pool = _pool([_gold(i, t) for i, t in enumerate(PLANS)])
+    (q,) = list(OfflineGenerator().generate([g], pool, 4))
+    assert [d.origin for d in q.distractors][:2] == ["scenario:0", "scenario:1"]
+
+
+def test_gold_positions_are_balanced_across_a_task():
+    golds = [_gold(i, f"I need to do task number {i} with {'x' * i}") for i in range(40)]
+    pool = _pool(golds) + [PoolEntry(f"p{i}", "z", "", t) for i, t in enumerate(PLANS)]
+    qs = [q for q in OfflineGenerator().generate(golds, pool, 4) if isinstance(q, Question)]
+    balanced = balance_positions(qs, seed=5)
+    counts = Counter(q.gold_index for q in balanced)
+    assert set(counts) == {0, 1, 2, 3} and max(counts.values()) - min(counts.values()) <= 1
+    for q in balanced:
+        assert q.options[q.gold_index] == q.gold
+    assert balance_positions(qs, seed=5) == balanced

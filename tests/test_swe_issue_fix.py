@@ -1,0 +1,135 @@
+"""swe_issue_fix extraction: plan condensation, item selection, context forms, budgets."""
+
+from __future__ import annotations
+
+import json
+
+from extractors.base import ExtractOptions, truncate_middle
+from extractors.swe_issue_fix import SweIssueFix, condense_plan
+from schemas import Action, GoldStep, Outcome, Problem, Source, Step, Trajectory
+
+
+def _step(i: int, thought: str, raw: str, tool: str = "bash", obs: str | None = "ok", args=None) -> Step:
+    return Step(index=i, thought=thought, action=Action(tool=tool, raw=raw, args=args or {}), observation=obs)
+
+
+def _traj(steps, **kw) -> Trajectory:
+    return Trajectory(
+        trajectory_id=kw.get("tid", "t1"),
+        task="Division by zero in tinycalc.div",
+        system_prompt="You are a helpful assistant.",
+        prompt="<pr_description>\nDivision by zero in tinycalc.div\n</pr_description>",
+        steps=tuple(steps),
+        outcome=Outcome(label="success", signal="harness_summary:resolved_ids", reason="resolved"),
+        source=Source(format="swe_agent_traj", file="x.traj", instance_id="tinycalc-1"),
+    )
+
+
+STEPS = [
+    _step(0, "Let's look at the repository layout first.", "find /testbed -name '*.py'"),
+    _step(
+        1,
+        "I'll open the calculator module to see how div is implemented.",
+        "str_replace_editor view /testbed/tinycalc/ops.py",
+        tool="str_replace_editor",
+        args={"command": "view", "path": "/testbed/tinycalc/ops.py"},
+    ),
+    _step(
+        2,
+        "Now let me write a script that reproduces the crash.",
+        "str_replace_editor create /testbed/repro.py --file_text 'print(1)'",
+        tool="str_replace_editor",
+        args={"command": "create", "path": "/testbed/repro.py", "file_text": "print(1)"},
+    ),
+    _step(3, "Run it.", "cd /testbed && python repro.py"),
+    _step(4, "The fix works; time to submit.", "submit", tool="submit", obs=None),
+]
+
+
+def test_a_stated_intent_becomes_an_i_need_to_plan():
+    assert condense_plan(STEPS[1]) == "I need to open the calculator module to see how div is implemented"
+    assert condense_plan(STEPS[0]) == "I need to look at the repository layout first"
+
+
+def test_without_a_stated_intent_the_plan_comes_from_the_action():
+    assert condense_plan(STEPS[3]) == "I need to run `cd /testbed && python repro.py`"
+    assert condense_plan(STEPS[4]) == "I need to submit the changes"
+    view = _step(0, "", "str_replace_editor view /testbed/a.py", tool="str_replace_editor")
+    assert condense_plan(view) == "I need to view /testbed/a.py"
+
+
+def test_plan_items_replace_assistant_turns_with_plans_and_end_on_an_observation():
+    golds = list(SweIssueFix().extract(_traj(STEPS), "plan", ExtractOptions(max_items_per_trajectory=10)))
+    assert all(isinstance(g, GoldStep) for g in golds)
+    last = golds[-1]
+    msgs = json.loads(last.fields["trajs"])
+    assert msgs[0]["role"] == "system" and msgs[1]["role"] == "user"
+    assert all(set(m) == {"role", "plan"} for m in msgs if m["role"] == "assistant")
+    assert msgs[-1]["role"] in {"tool", "user"} and msgs[-1]["content"][0]["text"].startswith("OBSERVATION:")
+    assert last.gold.startswith("I need to")
+    assert last.gold not in [m.get("plan") for m in msgs]
+
+
+def test_action_items_end_on_the_assistant_thought_and_answer_with_the_command():
+    golds = [
+        g
+        for g in SweIssueFix().extract(_traj(STEPS), "action", ExtractOptions(max_items_per_trajectory=10))
+        if isinstance(g, GoldStep)
+    ]
+    by_step = {g.step_index: g for g in golds}
+    g = by_step[1]
+    msgs = json.loads(g.fields["trajs"])
+    assert msgs[-1] == {"role": "assistant", "thought": STEPS[1].thought}
+    assert g.gold == "str_replace_editor view /testbed/tinycalc/ops.py"
+    assert msgs[-3]["role"] == "assistant" and msgs[-3]["action"] == "find /testbed -name '*.py'"
+    assert json.loads(g.fields["tool_set"]) == [{"name": "str_replace_editor"}]
+
+
+def test_multi_line_and_semicolon_commands_never_become_action_targets():
+    steps = [
+        _step(0, "Let me edit it.", "edit 1:2\nx = 1\nend_of_edit"),
+        _step(1, "Let me run both.", "ls; pwd"),
+        _step(2, "Let me list files.", "ls -la"),
+    ]
+    golds = [
+        g
+        for g in SweIssueFix().extract(_traj(steps), "action", ExtractOptions(max_items_per_trajectory=10))
+        if isinstance(g, GoldStep)
+    ]
+    assert [g.gold for g in golds] == ["ls -la"]
+
+
+def test_selection_is_seeded_per_trajectory_and_capped():
+    opts = ExtractOptions(max_items_per_trajectory=2, seed=7)
+    a = [g.step_index for g in SweIssueFix().extract(_traj(STEPS), "plan", opts)]
+    b = [g.step_index for g in SweIssueFix().extract(_traj(STEPS), "plan", opts)]
+    assert a == b and len(a) == 2
+    picks = {
+        tuple(g.step_index for g in SweIssueFix().extract(_traj(STEPS), "plan", opts._replace(seed=s)))
+        for s in range(12)
+    }
+    assert len(picks) > 1
+
+
+def test_a_trajectory_without_eligible_steps_gives_an_info_problem():
+    out = list(SweIssueFix().extract(_traj([_step(0, "", "")]), "plan", ExtractOptions()))
+    assert len(out) == 1 and isinstance(out[0], Problem) and out[0].reason == "no_eligible_steps"
+
+
+def test_long_observations_keep_head_and_tail():
+    text = "A" * 50 + "B" * 50
+    cut = truncate_middle(text, 20)
+    assert cut.startswith("A" * 10) and cut.endswith("B" * 10) and "80 characters omitted" in cut
+
+
+def test_contexts_over_the_budget_drop_the_oldest_steps_but_keep_the_task():
+    big = [
+        _step(i, f"Let me look at file number {i} closely.", f"cat f{i}.py", obs="x" * 3000) for i in range(8)
+    ]
+    opts = ExtractOptions(max_items_per_trajectory=10, max_context_tokens=2500, max_observation_chars=4000)
+    golds = [g for g in SweIssueFix().extract(_traj(big), "plan", opts) if isinstance(g, GoldStep)]
+    last = max(golds, key=lambda g: g.step_index)
+    msgs = json.loads(last.fields["trajs"])
+    assert len(last.fields["trajs"]) / 4 <= 2500
+    assert msgs[1]["role"] == "user" and "Division by zero" in msgs[1]["content"][0]["text"]
+    assert len([m for m in msgs if m["role"] == "assistant"]) < last.step_index

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from extractors.base import Origin, ReadError, reader
-from extractors.readers._text import extract_issue, first_word, jsonish, text_of
+from extractors.readers._text import as_bool, extract_issue, first_word, jsonish, text_of
 from schemas import Action, Outcome, Source, Step, Trajectory, content_id
 
 
@@ -21,7 +21,7 @@ def _history_messages(history: list[Any]) -> list[dict[str, Any]]:
     for i, m in enumerate(history):
         if not isinstance(m, dict):
             raise ReadError("wrong_type", f"history[{i}] must be an object, got {type(m).__name__}")
-        if m.get("is_demo"):
+        if as_bool(m.get("is_demo")):
             continue
         if m.get("agent") not in (None, "main", "primary"):
             continue

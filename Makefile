@@ -10,7 +10,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup build-swe test lint bench clean
+.PHONY: setup build-swe publish-swe test lint bench clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,9 @@ $(STAMP): pyproject.toml
 
 build-swe: setup
 	$(BIN)/aptforge build $(CONFIG_SWE) --generator $(GENERATOR)
+
+publish-swe: setup
+	$(BIN)/aptforge publish $(CONFIG_SWE) $(PUBLISH_FLAGS)
 
 test: setup
 	$(BIN)/python -m pytest

@@ -130,13 +130,14 @@ def inspect(
     files = [(str(f), None) for f in find_inputs([str(p) for p in paths]) if str(f) not in report_files]
     result = stages.read_stage(discover_readers(), files)
     verdicts = load_reports([str(r) for r in reports or []])
-    labelled = stages.label_and_keep(
+    keep = stages.label_and_keep(
         result.trajectories,
         verdicts.by_instance,
         result.verdicts,
         frozenset({"swe", "dr", "envsetup", "generic"}),
         keep_unknown=True,
-    ).labelled
+    )
+    labelled = keep.labelled
     rows = [
         {
             "file": t.source.file + (f":{t.source.line}" if t.source.line else ""),
@@ -149,7 +150,7 @@ def inspect(
         }
         for t in labelled
     ]
-    problems = result.problems + verdicts.problems
+    problems = result.problems + verdicts.problems + keep.problems
     if as_json:
         for row in rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -179,6 +180,89 @@ def _display_path(path: str) -> str:
     """Paths relative to the working directory when they are below it."""
     cwd = str(Path.cwd()) + os.sep
     return path[len(cwd) :] if path.startswith(cwd) else path
+
+
+@app.command()
+def publish(
+    config: Annotated[Path, typer.Argument(help="The build config whose verified items to release.")],
+    repo: Annotated[str | None, typer.Option("--repo", help="Hub dataset repo id (default: the config's publish.repo_id).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Publish even if the Hub repo moved since the last publish.")] = False,
+) -> None:
+    """Release accepted items: Parquet + dataset card + APTBench JSONL + lm-eval YAML, one Hub commit."""
+    from flows.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        err.print(f"[bold red]invalid config[/]\n{exc}", highlight=False)
+        raise typer.Exit(2) from None
+    _quiet_prefect()
+    from flows.hub import HubRefused
+    from flows.publish import PublishRefused
+    from flows.publish import publish as publish_flow
+
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        result = publish_flow(cfg, repo_id=repo, dry_run=dry_run, force=force)
+    except (PublishRefused, HubRefused) as exc:
+        err.print(f"[bold red]publish refused:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "?"
+        err.print(f"[bold red]hub error {status}:[/] {str(exc).splitlines()[0]} (the local release folder was written)",
+                  highlight=False)
+        raise typer.Exit(1) from None
+    plan = result["plan"]
+    table = Table(title=f"aptforge publish: {cfg.scenario} {plan['version']}" + (" (dry run)" if dry_run else ""),
+                  title_justify="left")
+    for col in ("config", "items", "added", "removed", "changed"):
+        table.add_column(col)
+    for name, n in plan["counts"].items():
+        c = plan["changes"].get(name, {})
+        table.add_row(name, str(n), str(c.get("added", 0)), str(c.get("removed", 0)), str(c.get("changed", 0)))
+    out.print(table)
+    out.print(f"files: {len(plan['files'])} ({sum(plan['files'].values())} bytes); excluded: {_fmt(plan['excluded'])}",
+              highlight=False)
+    out.print(f"release folder: {plan['release_dir']}" + (" (not written)" if dry_run else ""), highlight=False)
+    pushed = result.get("pushed")
+    if pushed:
+        what = f"commit {pushed['commit'][:12]}" if pushed["created_commit"] else "no new commit (identical content)"
+        out.print(f"hub: {pushed['repo_id']} {what}, tag {pushed['tag']}", highlight=False)
+    elif plan["repo_id"] and dry_run:
+        out.print(f"hub: would push to {plan['repo_id']} as one commit, tag {plan['version']}", highlight=False)
+
+
+@app.command()
+def audit(
+    paths: Annotated[list[Path], typer.Argument(help="APTBench JSONL, aptforge candidate/published Parquet, or folders.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the audit as one JSON document.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="Build config whose `quality` bounds/overrides apply.")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a task is flagged and not overridden.")] = False,
+) -> None:
+    """Per task: items, options, chance, each model-free baseline against its bound, position chi², gate findings."""
+    from flows.audit import audit_json, audit_paths, render_audit
+    from flows.config import ConfigError, load_config
+
+    quality = None
+    if config is not None:
+        try:
+            quality = load_config(config).quality
+        except ConfigError as exc:
+            err.print(f"[bold red]invalid config[/]\n{exc}", highlight=False)
+            raise typer.Exit(2) from None
+    result = audit_paths(paths, quality)
+    data = audit_json(result, quality)
+    if as_json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        render_audit(data, out)
+    if not result.tasks:
+        err.print("[bold red]no benchmark rows found[/] in " + ", ".join(map(str, paths)), highlight=False)
+        raise typer.Exit(2)
+    if strict and any(not t["publishable"] for t in data["tasks"].values()):
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -59,6 +59,53 @@ class Limits(_Config):
     """Concurrent task workers (thread pool size)."""
 
 
+class PublishConfig(_Config):
+    """Where and how a release is published."""
+
+    repo_id: str | None = None
+    """Hub dataset repo (`org/name`); without one, publish writes the release folder only."""
+    private: bool = True
+    """Create the Hub repo private."""
+    license: str = "apache-2.0"
+    """License in the dataset card."""
+
+
+class QualityConfig(_Config):
+    """Model-free baseline bounds per task, and the reasons to publish a flagged task anyway."""
+
+    margin: float = Field(0.10, ge=0, le=1)
+    """Accuracy a baseline may reach above chance (0.10 = 10 points) once a task has `min_items`."""
+    min_items: int = Field(100, ge=1)
+    """Below this many items the margin widens to `z` standard errors of chance accuracy."""
+    z: float = Field(2.326, ge=0)
+    """Standard errors of chance accuracy allowed on small tasks (2.326: one-sided 99%)."""
+    bounds: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Explicit bounds: task -> baseline (`longest`, `shortest`, `central`, `position`, `no_context`) -> max accuracy."""
+    overrides: dict[str, str] = Field(default_factory=dict)
+    """Task -> reason: publish this task even when a baseline exceeds its bound."""
+
+    @field_validator("bounds")
+    @classmethod
+    def _baseline_names(cls, bounds: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        from generators.baselines import BASELINES
+
+        for task, per in bounds.items():
+            for name, value in per.items():
+                if name not in BASELINES:
+                    raise ValueError(f"task {task!r}: unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+                if not 0 <= value <= 1:
+                    raise ValueError(f"task {task!r}: bound of {name!r} must be an accuracy in [0, 1]")
+        return bounds
+
+    @field_validator("overrides")
+    @classmethod
+    def _reasons(cls, overrides: dict[str, str]) -> dict[str, str]:
+        for task, reason in overrides.items():
+            if not reason.strip():
+                raise ValueError(f"task {task!r}: an override needs a reason")
+        return overrides
+
+
 class BuildConfig(_Config):
     """Everything a build needs; the Prefect flow's single parameter."""
 
@@ -84,6 +131,10 @@ class BuildConfig(_Config):
     """Output root; the build writes `<out_dir>/<scenario>/<version>/`."""
     limits: Limits = Limits()
     """Sharding and concurrency."""
+    publish: PublishConfig = PublishConfig()
+    """Release settings."""
+    quality: QualityConfig = QualityConfig()
+    """Baseline bounds and overrides (a flagged task is refused at publish unless overridden)."""
 
     @field_validator("tasks")
     @classmethod

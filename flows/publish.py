@@ -1,0 +1,238 @@
+"""The `publish` flow: verified items -> a versioned release folder (and one Hub commit).
+
+guard -> render -> write folder -> push. Guards: only items a reviewer accepted (or edited) whose
+content hash still matches what they saw; tasks whose model-free baselines exceed their bounds
+are refused unless the config overrides them with a reason; a release in which the secret scanner
+still finds anything is refused. The folder is rendered whole into a temp folder beside the old
+one and swapped in, so a failure midway leaves the previous release intact. `--dry-run` prints
+the plan and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+
+from flows.config import BuildConfig
+from flows.release import ReleaseMeta, changelog, render_release
+from schemas import Item, content_hash, question_row
+
+
+class PublishRefused(RuntimeError):
+    """Publishing was refused by a guard; nothing was written."""
+
+
+class Plan(NamedTuple):
+    """What a publish would do."""
+
+    version: str
+    release_dir: str
+    files: dict[str, int]
+    """Relative path -> size in bytes."""
+    counts: dict[str, int]
+    changes: dict[str, dict[str, int]]
+    excluded: dict[str, int]
+    """Items left out, by reason."""
+    repo_id: str | None
+
+
+def release_dir(config: BuildConfig) -> Path:
+    """`<out_dir>/<scenario>/release`: the current release folder of a scenario."""
+    return Path(config.out_dir) / config.scenario / "release"
+
+
+def queue_path(config: BuildConfig) -> Path:
+    """Where the build enqueued its items."""
+    queue = getattr(config, "queue", None)
+    path = getattr(queue, "path", None) if queue is not None else None
+    return Path(path) if path else Path(config.out_dir) / config.scenario / "queue.sqlite"
+
+
+def select_verified(items: list[Item], scenario: str) -> tuple[list[Item], dict[str, int]]:
+    """Accepted/edited items of `scenario` whose stored hash matches the content we would publish."""
+    keep: list[Item] = []
+    excluded: dict[str, int] = defaultdict(int)
+    for item in items:
+        if item.question.scenario != scenario:
+            continue
+        if item.status not in ("accepted", "edited"):
+            excluded[f"status_{item.status}"] += 1
+        elif content_hash(item.question) != item.content_hash:
+            excluded["content_changed_since_review"] += 1
+        else:
+            keep.append(item)
+    return keep, dict(excluded)
+
+
+def refused_tasks(report: Mapping[str, Any], overrides: Mapping[str, str]) -> dict[str, str]:
+    """Tasks the build flagged (baselines over their bounds) and no override excuses: task -> why."""
+    flags = (report.get("quality") or {}).get("flags") or {}
+    refused = {}
+    for task_name, why in flags.items():
+        if why and not overrides.get(task_name):
+            refused[task_name] = why if isinstance(why, str) else json.dumps(why)
+    return refused
+
+
+def _overrides(config: BuildConfig) -> dict[str, str]:
+    quality = getattr(config, "quality", None)
+    overrides = getattr(quality, "overrides", None) if quality is not None else None
+    return dict(overrides or {})
+
+
+def _secret_findings(rows_by_task: Mapping[tuple[str, str], list[dict[str, Any]]]) -> list[str]:
+    try:
+        from generators import secrets
+    except ImportError:  # the scanner module is optional until it lands
+        return []
+    scan = getattr(secrets, "scan_rows", None)
+    if scan is None:
+        return []
+    findings = scan([r for rows in rows_by_task.values() for r in rows])
+    return [f"{getattr(f, 'kind', 'secret')} in {getattr(f, 'where', '?')}" for f in findings]
+
+
+def _previous_manifest(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def prepare(
+    config: BuildConfig, items: list[Item], report: Mapping[str, Any], repo_id: str | None
+) -> tuple[dict[str, bytes], Plan]:
+    """Guard and render; raises PublishRefused when a guard says no."""
+    verified, excluded = select_verified(items, config.scenario)
+    refused = refused_tasks(report, _overrides(config))
+    rows_by_task: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for item in verified:
+        if item.question.task in refused:
+            excluded[f"task_refused_{item.question.task}"] = (
+                excluded.get(f"task_refused_{item.question.task}", 0) + 1
+            )
+            continue
+        rows_by_task[(item.question.scenario, item.question.task)].append(
+            question_row(item.question, status=item.status)
+        )
+    if refused and not rows_by_task:
+        raise PublishRefused(
+            "every task with verified items failed its quality bounds: "
+            + "; ".join(f"{t}: {w}" for t, w in refused.items())
+        )
+    if not rows_by_task:
+        raise PublishRefused(
+            f"no verified items for {config.scenario}: review the queue first ({queue_path(config)})"
+        )
+    findings = _secret_findings(rows_by_task)
+    if findings:
+        raise PublishRefused(
+            f"the secret scanner still finds {len(findings)} secret(s): " + "; ".join(findings[:5])
+        )
+    folder = release_dir(config)
+    previous = _previous_manifest(folder)
+    meta = ReleaseMeta(
+        name=f"aptforge-{config.scenario}",
+        version=config.version,
+        description=config.description,
+        license=getattr(getattr(config, "publish", None), "license", "apache-2.0"),
+        config_hash=config.fingerprint(),
+        repo_id=repo_id,
+        inputs=[s.path for s in config.sources],
+        baselines=_baselines(report),
+        previous=previous,
+        local_path=str(folder.resolve()),
+    )
+    files = render_release(rows_by_task, meta)
+    manifest = json.loads(files["manifest.json"])
+    plan = Plan(
+        config.version,
+        str(folder),
+        {p: len(b) for p, b in sorted(files.items())},
+        manifest["counts"],
+        changelog(manifest, previous),
+        dict(excluded),
+        repo_id,
+    )
+    return files, plan
+
+
+def _baselines(report: Mapping[str, Any]) -> dict[str, Any]:
+    quality = report.get("quality") or {}
+    out: dict[str, Any] = {}
+    for task_name, data in (quality.get("tasks") or {}).items():
+        if isinstance(data, dict) and isinstance(data.get("baselines"), dict):
+            out[task_name] = {k: v for k, v in data["baselines"].items() if isinstance(v, (int, float))}
+    return out
+
+
+def write_release(folder: Path, files: Mapping[str, bytes]) -> None:
+    """Write the whole folder beside the old one, then swap; the old one survives any failure."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=folder.parent))
+    try:
+        for rel, blob in files.items():
+            target = staging / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(blob)
+        old = None
+        if folder.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
+            old.rmdir()
+            folder.rename(old)
+        staging.rename(folder)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+@task(name="load-verified", cache_policy=NO_CACHE)
+def load_verified(path: str) -> list[Item]:
+    """Verified items from the review queue."""
+    from annotations.queue import Queue
+
+    if not Path(path).exists():
+        raise PublishRefused(f"no review queue at {path}: run the build (it enqueues) and review first")
+    return Queue(path).verified()
+
+
+@flow(name="publish-benchmark", log_prints=False)
+def publish(
+    config: BuildConfig, repo_id: str | None = None, dry_run: bool = False, force: bool = False
+) -> dict[str, Any]:
+    """Publish the verified items of `config`'s build; returns the plan (and the push result)."""
+    report_path = config.output_dir() / "report.json"
+    if not report_path.exists():
+        raise PublishRefused(f"no build report at {report_path}: run `aptforge build` first")
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    items = load_verified(str(queue_path(config)))
+    repo = repo_id or getattr(getattr(config, "publish", None), "repo_id", None)
+    files, plan = prepare(config, items, report, repo)
+    result: dict[str, Any] = {"plan": plan._asdict(), "pushed": None, "dry_run": dry_run}
+    if dry_run:
+        return result
+    write_release(release_dir(config), files)
+    if repo:
+        from flows.hub import push_release
+
+        private = getattr(getattr(config, "publish", None), "private", True)
+        pushed = push_release(
+            files,
+            repo_id=repo,
+            version=config.version,
+            private=private,
+            state_path=Path(config.out_dir) / config.scenario / "hub_state.json",
+            force=force,
+        )
+        result["pushed"] = pushed._asdict()
+    return result

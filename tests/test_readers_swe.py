@@ -106,9 +106,11 @@ def test_bad_jsonl_lines_are_quarantined_by_line_and_good_lines_still_read(sampl
     path = samples_dir / "swe_issue_fix" / "malformed" / "bad_lines.jsonl"
     out = list(read_file(READERS, str(path)))
     problems = [p for p in out if isinstance(p, Problem)]
-    assert [p.where for p in problems] == [f"{path}:2", f"{path}:3"]
+    assert [p.where for p in problems] == [f"{path}:2", f"{path}:4"]
     assert [p.reason for p in problems] == ["invalid_json", "unknown_format"]
-    assert sum(isinstance(t, Trajectory) for t in out) == 1
+    # line 3 is a bare chat message list: the generic `openai_chat` reader reads it (issue 3)
+    trajs = [t for t in out if isinstance(t, Trajectory)]
+    assert [(t.source.line, t.source.format) for t in trajs] == [(1, "swe_rows"), (3, "openai_chat")]
 
 
 def test_empty_files_and_missing_files_are_problems(tmp_path):

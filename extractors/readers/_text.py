@@ -112,7 +112,10 @@ _PARAM = re.compile(r"<parameter=([\w.\-]+)>\n?(.*?)\n?</parameter>", re.S)
 
 def parse_text_call(content: str) -> tuple[str, str, dict[str, Any]] | None:
     """Split a SWE-smith assistant message into (thought, tool, args); None without a call."""
-    m = _FUNC.search(content)
+    start = content.find("<function=")
+    if start < 0:
+        return None
+    m = _FUNC.match(content, start)
     if not m:
         return None
     args = {k: v for k, v in _PARAM.findall(m.group(2))}

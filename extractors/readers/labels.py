@@ -21,8 +21,8 @@ def apply_verdict(traj: Trajectory, verdicts: Mapping[str, RunVerdict]) -> Traje
     if verdict is not None:
         label = "success" if verdict.resolved else "failure"
         return traj.with_outcome(Outcome(label=label, signal=verdict.signal, reason=verdict.reason))
-    if traj.outcome.label != "unknown":
-        return traj
+    if traj.outcome.label != "unknown" or traj.outcome.signal != "no_verdict":
+        return traj  # a reader's own verdict, or its reason for having none (`needs_judge`, `no_gold`)
     if traj.kind == "swe" and "exit_status" in traj.meta and not (traj.patch or "").strip():
         return traj.with_outcome(Outcome(label="failure", signal="no_submission", reason="empty_patch"))
     return traj.with_outcome(Outcome(label="unknown", signal="no_verdict", reason="no_verdict"))

@@ -28,6 +28,8 @@ class FoundVerdict(NamedTuple):
 def _is_predictions(data: Any) -> bool:
     if isinstance(data, dict) and "model_patch" in data and "instance_id" in data and len(data) <= 4:
         return True
+    if isinstance(data, dict) and "fix_patch" in data and {"org", "repo", "number"} <= set(data):
+        return True  # Multi-SWE-bench `patch.jsonl` rows beside OpenHands outputs
     return (
         isinstance(data, dict)
         and bool(data)
@@ -53,7 +55,10 @@ def read_record(
     where = str(rec.origin)
     cls = readers.get(forced) if forced else sniff_reader(readers, rec.data)
     if cls is None:
-        verdicts = [FoundVerdict(v, rec.origin) for v in parse_report(rec.data, rec.origin)]
+        try:
+            verdicts = [FoundVerdict(v, rec.origin) for v in parse_report(rec.data, rec.origin)]
+        except Exception:  # a malformed report-like record is just not a report
+            verdicts = []
         if verdicts:
             return verdicts
         if _is_predictions(rec.data):
@@ -81,6 +86,10 @@ def read_record(
             stage="read",
             reason="malformed_record",
             detail=f"{cls.name}: {type(exc).__name__}: {exc}",
+        )
+    except Exception as exc:  # anything else a reader trips on (RecursionError...) is quarantined too
+        return Problem(
+            where=where, stage="read", reason="reader_error", detail=f"{cls.name}: {type(exc).__name__}: {exc}"
         )
 
 

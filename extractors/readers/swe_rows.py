@@ -49,7 +49,8 @@ def _content(m: dict[str, Any], style: str) -> str:
     return text_of(m.get("content"))
 
 
-def _assistant_step(m: dict[str, Any], style: str, index: int) -> Step:
+def _assistant_parts(m: dict[str, Any], style: str) -> tuple[str, Action | None]:
+    """(thought, action) of one assistant message."""
     content = _content(m, style)
     calls = jsonish(m.get("tool_calls"))
     if isinstance(calls, list) and calls and isinstance(calls[0], dict):
@@ -57,19 +58,16 @@ def _assistant_step(m: dict[str, Any], style: str, index: int) -> Step:
         name = str(fn.get("name") or "")
         args = jsonish(fn.get("arguments"))
         args = args if isinstance(args, dict) else {}
-        action = Action(tool=name, args=args, raw=render_call(name, args), call_id=calls[0].get("id"))
-        return Step(index=index, thought=content.strip(), action=action)
-    parsed = parse_text_call(content)
+        return content.strip(), Action(tool=name, args=args, raw=render_call(name, args), call_id=calls[0].get("id"))
+    parsed = parse_text_call(content) if "<function=" in content else None
     if parsed is not None:
         thought, name, args = parsed
-        return Step(
-            index=index, thought=thought, action=Action(tool=name, args=args, raw=render_call(name, args))
-        )
-    fenced = split_fenced_action(content)
+        return thought, Action.model_construct(tool=name, args=args, raw=render_call(name, args), call_id=None)
+    fenced = split_fenced_action(content) if "```" in content else None
     if fenced is not None:
         thought, command = fenced
-        return Step(index=index, thought=thought, action=Action(tool=first_word(command), raw=command))
-    return Step(index=index, thought=content.strip(), action=None)
+        return thought, Action(tool=first_word(command), raw=command)
+    return content.strip(), None
 
 
 @reader("swe_rows", version=1, kind="swe", priority=40)
@@ -90,19 +88,21 @@ class SweRows:
         prompt = next((_content(m, style) for m in msgs if m.get("role") == "user"), "")
         if not prompt.strip():
             raise ReadError("missing_task", "no user message holding the task")
-        steps: list[Step] = []
+        # collect plain parts first and build each Step once (this loop is the ingest hot path)
+        parts: list[tuple[str, Action | None, list[str]]] = []
         seen_task = False
         for m in msgs:
             role = m.get("role")
             if role == ai_role:
-                steps.append(_assistant_step(m, style, len(steps)))
-            elif role in ("user", "tool") and steps:
-                obs = _content(m, style).removeprefix(_OBS_PREFIX)
-                last = steps[-1]
-                merged = obs if last.observation is None else f"{last.observation}\n{obs}"
-                steps[-1] = last.model_copy(update={"observation": merged})
+                thought, action = _assistant_parts(m, style)
+                parts.append((thought, action, []))
+            elif role in ("user", "tool") and parts:
+                parts[-1][2].append(_content(m, style).removeprefix(_OBS_PREFIX))
             elif role == "user":
                 seen_task = True
+        # every value is a str/int/Action built above, so construction skips re-validation (hot path)
+        steps = [Step.model_construct(index=i, thought=t, action=a, observation="\n".join(obs) if obs else None)
+                 for i, (t, a, obs) in enumerate(parts)]
         if not seen_task:
             raise ReadError("missing_task", "no user message before the first assistant turn")
 

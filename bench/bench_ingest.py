@@ -1,0 +1,149 @@
+"""Ingest benchmark: a >= 1 GB JSONL of SWE-smith-like rows through the reader layer, memory and speed.
+
+Why: JSONL and Parquet inputs must stream (issue 3): reading a file larger than the memory budget
+must keep peak RSS flat (goal < 1 GB), and the reader layer should cost at most ~2x a plain
+`orjson.loads` per line of the same bytes (the floor any JSON reader pays), measured in this run.
+
+What it does: writes the file in a temp dir from a seeded `random.Random` (row shapes as in
+SWE-bench/SWE-smith-trajectories: ~40 KB, 30 messages with text-encoded `<function=...>` calls and
+`OBSERVATION:` results), then runs each measurement in its own child process so that each peak RSS
+is its own: (1) baseline `orjson.loads` per line, (2) `records.iter_records` (decode layer),
+(3) `sniff.read_file` with every discovered reader (decode + sniff + read into `Trajectory`).
+Prints sizes, times, ratios to the baseline and peak RSS; exits 1 when a peak RSS reaches 1 GB.
+
+Usage: `.venv/bin/python bench/bench_ingest.py [--gb 1.05] [--keep DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GB = 1024**3
+RSS_LIMIT = GB
+RATIO_GOAL = 2.0
+SEED = 20261130
+
+_WORDS = ("the", "parser", "fails", "when", "input", "is", "empty", "and", "raises", "an", "index", "error",
+          "instead", "of", "returning", "none", "we", "should", "check", "length", "before", "indexing", "add",
+          "a", "regression", "test", "for", "this", "case")
+
+
+def _text(rng: random.Random, n_words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n_words))
+
+
+def _row(rng: random.Random, i: int) -> dict:
+    repo = f"acme__pkg{i % 97}.{rng.getrandbits(32):08x}"
+    messages = [{"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+                {"role": "user", "content": f"<uploaded_files>\n/testbed\n</uploaded_files>\n<pr_description>\n"
+                                            f"{_text(rng, 300)}\n</pr_description>"}]
+    for _ in range(14):
+        command = f"grep -rn '{rng.choice(_WORDS)}' /testbed/src | head -n {rng.randint(5, 50)}"
+        messages.append({"role": "assistant", "content": f"{_text(rng, 40)}\n\n<function=bash>\n<parameter=command>"
+                                                         f"{command}</parameter>\n</function>"})
+        messages.append({"role": "user", "content": "OBSERVATION:\n" + _text(rng, rng.randint(100, 700))})
+    return {"instance_id": repo, "traj_id": f"{repo}.{i}", "model": "claude-3-7-sonnet", "resolved": rng.random() < 0.6,
+            "patch": "diff --git a/src/x.py b/src/x.py\n" + _text(rng, 200), "messages": messages}
+
+
+def generate(path: Path, target_bytes: int) -> tuple[int, int]:
+    """Write rows until the file holds `target_bytes`; returns (rows, bytes). Memory: a few rows."""
+    rng = random.Random(SEED)
+    pool = [json.dumps(_row(rng, i)).encode() + b"\n" for i in range(64)]
+    rows = size = 0
+    with path.open("wb") as f:
+        while size < target_bytes:
+            line = pool[rows % len(pool)]
+            # vary the ids so every row is its own trajectory
+            line = line.replace(b'"traj_id": "', f'"traj_id": "r{rows}-'.encode(), 1)
+            f.write(line)
+            rows += 1
+            size += len(line)
+    return rows, size
+
+
+def _measure(mode: str, path: str) -> dict:
+    import orjson
+
+    from extractors.discovery import discover_readers
+    from extractors.readers.records import Record, iter_records
+    from extractors.readers.sniff import read_file
+    from schemas import Trajectory
+
+    readers = discover_readers()  # imports and discovery are not part of the timed ingest
+    start = time.perf_counter()
+    count = problems = 0
+    if mode == "orjson":
+        with open(path, "rb") as f:
+            for line in f:
+                orjson.loads(line)
+                count += 1
+    elif mode == "records":
+        for rec in iter_records(path):
+            count += isinstance(rec, Record)
+            problems += not isinstance(rec, Record)
+    else:
+        for out in read_file(readers, path):
+            count += isinstance(out, Trajectory)
+            problems += not isinstance(out, Trajectory)
+    seconds = time.perf_counter() - start
+    return {"mode": mode, "seconds": seconds, "records": count, "problems": problems,
+            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def _child(mode: str, path: Path) -> dict:
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run([sys.executable, __file__, "--measure", mode, str(path)], capture_output=True, text=True,
+                          env=env, cwd=root, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    """Run the benchmark and print its report."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gb", type=float, default=1.05, help="size of the generated JSONL in GiB (>= 1)")
+    parser.add_argument("--keep", type=Path, help="write the file here and keep it")
+    parser.add_argument("--measure", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(_measure(*args.measure)))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="aptforge-bench-") as tmp:
+        folder = args.keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "swe_smith_like.jsonl"
+        t0 = time.perf_counter()
+        rows, size = generate(path, int(args.gb * GB))
+        print(f"generated {path.name}: {rows} rows, {size / GB:.2f} GiB in {time.perf_counter() - t0:.1f} s")
+        results = {mode: _child(mode, path) for mode in ("orjson", "records", "readers")}
+    base = results["orjson"]["seconds"]
+    print(f"{'measure':<34}{'seconds':>9}{'ratio':>8}{'peak RSS':>12}{'records':>10}")
+    labels = {"orjson": "baseline: orjson.loads per line", "records": "records.iter_records (decode)",
+              "readers": "read_file: decode+sniff+read"}
+    for mode, r in results.items():
+        print(f"{labels[mode]:<34}{r['seconds']:>9.2f}{r['seconds'] / base:>8.2f}{r['peak_rss'] / 2**20:>9.0f} MiB"
+              f"{r['records']:>10}")
+    worst = max(r["peak_rss"] for r in results.values())
+    ratio = results["readers"]["seconds"] / base
+    print(f"peak RSS {worst / 2**20:.0f} MiB for a {size / GB:.2f} GiB input: "
+          f"{'OK' if worst < RSS_LIMIT else 'OVER'} (limit {RSS_LIMIT / 2**20:.0f} MiB)")
+    print(f"decode ratio {results['records']['seconds'] / base:.2f}, full read ratio {ratio:.2f} "
+          f"(goal <= {RATIO_GOAL}: {'met' if ratio <= RATIO_GOAL else 'missed'})")
+    if results["readers"]["records"] != rows or results["records"]["records"] != rows:
+        print("error: not every row was read", file=sys.stderr)
+        return 1
+    return 0 if worst < RSS_LIMIT else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

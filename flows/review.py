@@ -1,0 +1,145 @@
+"""Human review at the flow layer: the build's enqueue step, the review summary, and `aptforge review`.
+
+The build never waits on people: its last step enqueues the candidates into the local review queue
+(`BuildConfig.queue_path()`), keeping verdicts of unchanged items and re-queueing changed ones, and adds
+the queue's status counts and agreement figures to the build report. `aptforge review` serves the
+review app on 127.0.0.1 (reviewer tokens come only from the environment, `APTFORGE_REVIEW_TOKENS`, and
+are required beyond loopback), prints agreement, or exchanges tasks with Label Studio.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:  # the CLI imports this module on every command: the queue and schemas load on use
+    from annotations.queue import Queue
+    from schemas import Question
+
+
+class ReviewSettings(BaseSettings):
+    """Review secrets, read from the environment at the edge (never from config files, never logged)."""
+
+    model_config = SettingsConfigDict(env_prefix="APTFORGE_REVIEW_", extra="ignore")
+
+    tokens: SecretStr | None = None
+    """`name:token[,name:token...]`: one token per reviewer; unset = open mode (loopback only)."""
+
+    def token_map(self) -> dict[str, str]:
+        """{reviewer: token}; raises ValueError naming the bad entry (not its token)."""
+        from annotations.app.auth import parse_tokens
+
+        return parse_tokens(self.tokens.get_secret_value()) if self.tokens else {}
+
+
+def review_summary(queue: Queue) -> dict[str, Any]:
+    """Status counts per task and agreement per task (the review section of the build report)."""
+    from annotations.agreement import task_agreement
+
+    by_task: dict[str, dict[str, int]] = {}
+    for task_name in queue.facets()["task"]:
+        by_task[task_name] = {s: queue.count(task=task_name, status=s) for s in ("pending", "accepted", "rejected", "edited")}
+    return {
+        "queue": str(queue.path),
+        "reviews_per_item": queue.reviews_per_item,
+        "status_by_task": by_task,
+        "agreement": {t: a.as_dict() for t, a in task_agreement(queue.reviews()).items()},
+    }
+
+
+def enqueue_and_summarise(path: str | Path, questions: list[Question], batch: str, tasks: list[str],
+                          reviews_per_item: int) -> dict[str, Any]:
+    """Enqueue a build's questions (one transaction) and summarise the queue for the report (the build's last step)."""
+    from annotations.queue import Queue
+
+    queue = Queue(path)
+    if queue.reviews_per_item != reviews_per_item:
+        queue.set_reviews_per_item(reviews_per_item)
+    result = queue.enqueue(questions, batch=batch, tasks=tasks)
+    return {"enqueued": result.as_dict(), **review_summary(queue)}
+
+
+def _queue_for(queue: Path | None, config: Path | None) -> Path:
+    if queue is not None:
+        return queue
+    if config is None:
+        raise typer.BadParameter("give --queue PATH or --config CONFIG (whose review queue to open)")
+    from flows.config import ConfigError, load_config
+
+    try:
+        return load_config(config).queue_path()
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"review queue {summary['queue']} ({summary['reviews_per_item']} review(s) per item)",
+                  title_justify="left")
+    for col in ("task", "pending", "accepted", "rejected", "edited", "items 2+ reviews", "Cohen k", "Fleiss k",
+                "Krippendorff a"):
+        table.add_column(col)
+    for name, counts in summary["status_by_task"].items():
+        a = summary["agreement"].get(name, {})
+        fmt = [("n/a" if a.get(k) is None else f"{a[k]:.3f}") for k in ("cohen_kappa", "fleiss_kappa", "krippendorff_alpha")]
+        table.add_row(name, *(str(counts[s]) for s in ("pending", "accepted", "rejected", "edited")),
+                      str(a.get("items", 0)), *fmt)
+    Console().print(table)
+
+
+def review_command(
+    queue: Annotated[Path | None, typer.Option("--queue", help="Review queue file (SQLite).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="Build config whose queue to open.")] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (tokens required beyond loopback).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
+    reviews_per_item: Annotated[int | None, typer.Option("--reviews-per-item", min=1, help="Change the queue's review policy.")] = None,
+    agreement: Annotated[bool, typer.Option("--agreement", help="Print status counts and agreement per task, then exit.")] = False,
+    export_labelstudio: Annotated[Path | None, typer.Option("--export-labelstudio", help="Write pending items as Label Studio tasks + config into this folder, then exit.")] = None,
+    import_labelstudio: Annotated[Path | None, typer.Option("--import-labelstudio", help="Apply a Label Studio JSON export as decisions, then exit.")] = None,
+) -> None:
+    """Serve the review web app for a queue (or print agreement, or exchange tasks with Label Studio)."""
+    path = _queue_for(queue, config)
+    if not path.is_file():
+        typer.echo(f"no review queue at {path}: run the build first (e.g. `make build-swe`), it enqueues", err=True)
+        raise typer.Exit(2)
+    from annotations.queue import Queue
+
+    q = Queue(path)
+    if reviews_per_item is not None:
+        changed = q.set_reviews_per_item(reviews_per_item, who="cli")
+        typer.echo(f"reviews per item: {reviews_per_item} ({changed} item status(es) changed)")
+    if agreement:
+        _print_summary(review_summary(q))
+        return
+    if export_labelstudio is not None:
+        from annotations.labelstudio import LABEL_CONFIG, export_tasks
+        from flows.io import write_json, write_text
+
+        tasks = export_tasks(q)
+        write_json(export_labelstudio / "tasks.json", tasks)
+        write_text(export_labelstudio / "label_config.xml", LABEL_CONFIG)
+        typer.echo(f"{len(tasks)} pending item(s) -> {export_labelstudio / 'tasks.json'} (+ label_config.xml)")
+        return
+    if import_labelstudio is not None:
+        from annotations.labelstudio import import_export
+
+        result = import_export(q, import_labelstudio)
+        typer.echo(f"applied {result.applied}, unchanged {result.unchanged}, problems {len(result.problems)}")
+        for p in result.problems:
+            typer.echo(f"  {p.where}: {p.reason}: {p.detail}", err=True)
+        raise typer.Exit(1 if result.problems else 0)
+    try:
+        tokens = ReviewSettings().token_map()
+        from annotations.app import serve
+
+        typer.echo(f"review app for {path}: http://{host}:{port}/  ({'token login' if tokens else 'open mode, loopback only'})")
+        serve(q, host=host, port=port, tokens=tokens)
+    except ValueError as exc:
+        typer.echo(f"cannot start the review app: {exc}", err=True)
+        raise typer.Exit(2) from None

@@ -27,6 +27,7 @@ from tests.servers.llm import (
     Fault,
     LLMStandInServer,
     default_responder,
+    distractor_responder,
     last_user_text,
 )
 
@@ -540,3 +541,46 @@ def test_truncated_batch_results_stream_escapes_as_raw_httpx2_error(server: LLMS
         list(client.messages.batches.results(batch.id))
     assert server.count("messages.batches.results") == 1
     assert [entry.custom_id for entry in client.messages.batches.results(batch.id)] == ["only"]
+
+
+# --------------------------------------------------------------------------- #
+# Model refusals, outputs cut at the token limit, model listing
+# --------------------------------------------------------------------------- #
+
+
+def test_openai_refusal_and_truncated_output_faults(server: LLMStandInServer) -> None:
+    server.add_faults(CHAT, Fault.refusal("No."), Fault.truncated_output(keep=0.25))
+    client = openai_client(server, max_retries=0)
+
+    refused = chat(client).choices[0]
+    assert (refused.message.content, refused.message.refusal, refused.finish_reason) == (None, "No.", "stop")
+    cut = chat(client).choices[0]
+    full = default_responder(OPENAI, {"messages": MESSAGES})
+    assert cut.finish_reason == "length" and cut.message.content == full[: len(full) // 4]
+    assert [r.fault for r in server.requests] == ["refusal", "truncated_output"]
+    assert chat(client).choices[0].finish_reason == "stop"
+
+
+def test_anthropic_refusal_and_max_tokens_faults(server: LLMStandInServer) -> None:
+    server.add_faults(MESSAGES_ROUTE, Fault.refusal("I can't."), Fault.truncated_output())
+    client = anthropic_client(server, max_retries=0)
+
+    refused = message(client)
+    assert refused.stop_reason == "refusal" and refused.content[0].text == "I can't."  # type: ignore[union-attr]
+    assert refused.stop_details is not None and refused.stop_details.type == "refusal"
+    cut = message(client)
+    assert cut.stop_reason == "max_tokens"
+    assert len(cut.content[0].text) < len(default_responder(ANTHROPIC, {"messages": MESSAGES}))  # type: ignore[union-attr]
+
+
+def test_models_are_listed_for_openai_compatible_clients(server: LLMStandInServer) -> None:
+    assert [m.id for m in openai_client(server).models.list()] == ["standin-model"]
+    assert server.count("models.list") == 1
+
+
+def test_the_distractor_responder_writes_the_requested_count_in_the_gold_shape() -> None:
+    plan = {"messages": [{"role": "user", "content": "Write exactly 5 ... <correct>I need to x</correct>"}]}
+    items = json.loads(distractor_responder(OPENAI, plan))["distractors"]
+    assert len(items) == 5 and len({i["text"] for i in items}) == 5 and all(i["text"].startswith("I need to") for i in items)
+    step = {"messages": [{"role": "user", "content": 'exactly 2 <correct>{"planning": "p"}</correct>'}]}
+    assert all("execution" in json.loads(i["text"]) for i in json.loads(distractor_responder(OPENAI, step))["distractors"])

@@ -14,7 +14,7 @@ The server is built only on the standard library
 (:class:`http.server.ThreadingHTTPServer` in a background thread) and offers:
 
 * OpenAI: ``POST /v1/chat/completions`` (incl. ``response_format`` json_schema
-  and forced function tools), ``POST /v1/files`` (multipart), ``GET
+  and forced function tools), ``GET /v1/models``, ``POST /v1/files`` (multipart), ``GET
   /v1/files/{id}``, ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
   ``GET /v1/batches/{id}`` and ``POST /v1/batches/{id}/cancel``.
 * Anthropic: ``POST /v1/messages`` (incl. forced tools and
@@ -22,8 +22,11 @@ The server is built only on the standard library
   /v1/messages/batches/{id}``, ``GET /v1/messages/batches/{id}/results`` and
   ``POST /v1/messages/batches/{id}/cancel``.
 * A pluggable *responder* producing the assistant text, scripted *faults*
-  consumed in order per route, optional per-request *latency*, authentication
-  in each API's error format, and a thread-safe request log with counters.
+  consumed in order per route (HTTP errors, timeouts, broken bodies, and model
+  refusals or outputs cut at the token limit), optional per-request *latency*,
+  authentication in each API's error format, and a thread-safe request log.
+* ``python -m tests.servers.llm --latency 0.1`` serves it standalone (prints the
+  base URL), for manual builds and benchmarks in another process.
 
 Facts about the SDKs this server relies on (read from their sources):
 
@@ -71,12 +74,14 @@ from urllib.parse import parse_qs, urlsplit
 __all__ = [
     "ANTHROPIC",
     "OPENAI",
+    "RESPONDERS",
     "ROUTES",
     "Fault",
     "LLMStandInServer",
     "RecordedRequest",
     "Responder",
     "default_responder",
+    "distractor_responder",
     "forced_tool",
     "last_user_text",
     "requested_schema",
@@ -109,6 +114,7 @@ _ROUTE_TABLE: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
     (method, re.compile(pattern), name, api)
     for method, pattern, name, api in (
         ("POST", r"^/v1/chat/completions$", "chat.completions.create", OPENAI),
+        ("GET", r"^/v1/models$", "models.list", OPENAI),
         ("POST", r"^/v1/files$", "files.create", OPENAI),
         ("GET", r"^/v1/files/(?P<id>[^/]+)$", "files.retrieve", OPENAI),
         ("GET", r"^/v1/files/(?P<id>[^/]+)/content$", "files.content", OPENAI),
@@ -183,10 +189,16 @@ class Fault:
         kind: ``"status"`` (an error response), ``"timeout"`` (sleep past the
             client's read timeout, then drop the connection), ``"malformed_json"``
             (200 with an unparsable JSON body), ``"truncated_body"`` (200 whose
-            ``Content-Length`` exceeds the bytes sent, then close) or
-            ``"disconnect"`` (close the connection without any response).
+            ``Content-Length`` exceeds the bytes sent, then close),
+            ``"disconnect"`` (close the connection without any response),
+            ``"refusal"`` (a 200 in which the model declines: OpenAI
+            ``message.refusal``, Anthropic ``stop_reason: "refusal"``) or
+            ``"truncated_output"`` (a 200 whose text is the responder's, cut:
+            OpenAI ``finish_reason: "length"``, Anthropic ``stop_reason:
+            "max_tokens"``).
         status: HTTP status for ``"status"`` faults.
-        message: Error message placed in the API's error body.
+        message: Error message placed in the API's error body (the refusal
+            text for ``"refusal"``).
         error_type: Overrides the error ``type`` in the body (default: derived
             from the status and the API).
         code: OpenAI error ``code`` (default: derived from the status).
@@ -195,6 +207,7 @@ class Fault:
         should_retry: When not None, sends ``x-should-retry: true|false``.
         seconds: Sleep for ``"timeout"`` faults; None means the client's
             ``x-stainless-read-timeout`` plus one second (30 s without it).
+            For ``"truncated_output"``: the share of the text kept (0-1).
         headers: Extra response headers.
     """
 
@@ -316,6 +329,41 @@ class Fault:
     def disconnect(cls) -> Fault:
         """Close the connection after reading the request, sending nothing."""
         return cls(kind="disconnect")
+
+    @classmethod
+    def refusal(cls, message: str = "I'm sorry, but I can't help with that request.") -> Fault:
+        """A 200 in which the model refuses.
+
+        OpenAI: ``message.content`` null, ``message.refusal`` set, ``finish_reason:
+        "stop"``. Anthropic: ``stop_reason: "refusal"``, the refusal text as the only
+        text block and ``stop_details: {"type": "refusal"}``.
+
+        Args:
+            message: The refusal text.
+
+        Returns:
+            The fault.
+        """
+        return cls(kind="refusal", message=message)
+
+    @classmethod
+    def truncated_output(cls, keep: float = 0.5) -> Fault:
+        """A 200 whose output hit the token limit: the responder's text, cut.
+
+        OpenAI: ``finish_reason: "length"`` (a forced tool's arguments are cut too).
+        Anthropic: ``stop_reason: "max_tokens"`` (a forced tool's input is ``{}``).
+
+        Args:
+            keep: Share of the text kept, between 0 and 1.
+
+        Returns:
+            The fault.
+        """
+        return cls(kind="truncated_output", seconds=max(0.0, min(1.0, keep)))
+
+
+_CONTENT_FAULTS = frozenset({"refusal", "truncated_output"})
+"""Faults that change a normal reply instead of replacing it."""
 
 
 # --------------------------------------------------------------------------- #
@@ -602,6 +650,77 @@ def default_responder(api: str, request_json: dict[str, Any]) -> str:
     if schema is not None:
         return json.dumps(schema_instance(schema, digest), sort_keys=True)
     return json.dumps({"echo": text, "sha256": digest}, sort_keys=True)
+
+
+_VERBS = (
+    "inspect",
+    "rewrite",
+    "add a regression test for",
+    "trace the callers of",
+    "read the docstring of",
+    "profile",
+    "refactor",
+    "print debug output from",
+    "revert the latest change to",
+    "search the test suite for",
+)
+_OBJECTS = (
+    "the config loader",
+    "the command-line entry point",
+    "the tokenizer of the parser",
+    "the cache layer",
+    "the packaging metadata",
+    "the logging setup",
+    "the examples in the README",
+    "the CI workflow file",
+    "the public API exports",
+    "the formatting of error messages",
+)
+_KINDS = ("premature", "redundant", "wrong_target", "wrong_order")
+
+
+def distractor_responder(api: str, request_json: dict[str, Any]) -> str:
+    """A :data:`Responder` that answers aptforge's distractor prompts with valid distractors.
+
+    It reads the count from the prompt's "exactly N" (3 when absent) and the correct
+    answer from between ``<correct>`` tags; it writes N distinct plans ("I need to
+    <verb> <object>", each verb and object used once), or N JSON steps with
+    ``planning`` and ``execution`` keys when the correct answer is a JSON object.
+    Deterministic: the choice of words is seeded by the SHA-256 of the prompt.
+
+    Args:
+        api: :data:`OPENAI` or :data:`ANTHROPIC`.
+        request_json: The request body.
+
+    Returns:
+        ``{"distractors": [{"kind": ..., "text": ...}, ...]}`` as JSON text.
+    """
+    text = last_user_text(api, request_json)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    count_match = re.search(r"exactly (\d+)", text)
+    count = int(count_match.group(1)) if count_match else 3
+    correct = re.search(r"<correct>\s*(.*?)\s*</correct>", text, re.S)
+    as_json = False
+    if correct:
+        try:
+            as_json = isinstance(json.loads(correct.group(1)), dict)
+        except ValueError:
+            as_json = False
+    first, second = int(digest[:8], 16), int(digest[8:16], 16)
+    items = []
+    for i in range(count):
+        verb = _VERBS[(first + 3 * i) % len(_VERBS)]
+        obj = _OBJECTS[(second + 7 * i) % len(_OBJECTS)]
+        plan = f"I need to {verb} {obj}"
+        if as_json:
+            step = {"planning": f"Next, {verb} {obj}.", "execution": {"name": "web_search", "args": {"text": obj}}}
+            plan = json.dumps(step, ensure_ascii=False)
+        items.append({"kind": _KINDS[i % len(_KINDS)], "text": plan})
+    return json.dumps({"distractors": items})
+
+
+RESPONDERS: dict[str, Responder] = {"default": default_responder, "distractors": distractor_responder}
+"""Responders by name, for the standalone server (``--responder``)."""
 
 
 # --------------------------------------------------------------------------- #
@@ -1205,6 +1324,7 @@ class LLMStandInServer:
                     fault = queue.popleft()
         if fault is not None:
             record.fault = fault.kind
+        if fault is not None and fault.kind not in _CONTENT_FAULTS:
             self._apply_fault(handler, fault, headers, api, send_error, send_raw, record_status)
             return
 
@@ -1215,7 +1335,7 @@ class LLMStandInServer:
                 raise body_error
             if api == ANTHROPIC and not headers.get(ANTHROPIC_VERSION_HEADER):
                 raise _APIError(400, "anthropic-version: header is required")
-            status, payload = self._route(route, params, parsed_json, form)
+            status, payload = self._route(route, params, parsed_json, form, fault)
         except _APIError as exc:
             send_error(exc)
             return
@@ -1299,11 +1419,19 @@ class LLMStandInServer:
             raise ValueError(f"unknown fault kind {fault.kind!r}")
 
     def _route(
-        self, route: str, params: Mapping[str, str], body: Any, form: dict[str, Any] | None
+        self,
+        route: str,
+        params: Mapping[str, str],
+        body: Any,
+        form: dict[str, Any] | None,
+        fault: Fault | None = None,
     ) -> tuple[int, Any]:
         """Runs the endpoint logic; returns (status, JSON payload or (bytes, content type))."""
         if route == "chat.completions.create":
-            return 200, self._chat_completion(self._require_object(body))
+            return 200, self._chat_completion(self._require_object(body), fault)
+        if route == "models.list":
+            model = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "aptforge-standin"}
+            return 200, {"object": "list", "data": [model]}
         if route == "files.create":
             return 200, self._create_file(form)
         if route == "files.retrieve":
@@ -1317,7 +1445,7 @@ class LLMStandInServer:
         if route == "batches.cancel":
             return 200, self._cancel_openai_batch(params["id"])
         if route == "messages.create":
-            return 200, self._message(self._require_object(body))
+            return 200, self._message(self._require_object(body), fault=fault)
         if route == "messages.batches.create":
             return 200, self._create_anthropic_batch(self._require_object(body))
         if route == "messages.batches.retrieve":
@@ -1342,7 +1470,7 @@ class LLMStandInServer:
 
     # -- OpenAI ------------------------------------------------------------- #
 
-    def _chat_completion(self, request_json: dict[str, Any]) -> dict[str, Any]:
+    def _chat_completion(self, request_json: dict[str, Any], fault: Fault | None = None) -> dict[str, Any]:
         for field in ("model", "messages"):
             if field not in request_json:
                 raise _APIError(
@@ -1359,8 +1487,20 @@ class LLMStandInServer:
         tool = forced_tool(OPENAI, request_json)
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
         finish_reason = "stop"
+        kind = fault.kind if fault is not None else None
+        if kind == "refusal":
+            assert fault is not None
+            text = fault.message or ""
+            message.update(content=None, refusal=text)
+            tool = None
+        elif kind == "truncated_output":
+            assert fault is not None
+            text = text[: int(len(text) * (fault.seconds or 0.0))]
+            message["content"] = text
+            finish_reason = "length"
         if tool is not None:
-            self._check_tool_arguments(tool["name"], text)
+            if kind != "truncated_output":
+                self._check_tool_arguments(tool["name"], text)
             message["content"] = None
             message["tool_calls"] = [
                 {
@@ -1369,7 +1509,7 @@ class LLMStandInServer:
                     "function": {"name": tool["name"], "arguments": text},
                 }
             ]
-            finish_reason = "tool_calls"
+            finish_reason = "length" if kind == "truncated_output" else "tool_calls"
         n = int(request_json.get("n") or 1)
         prompt_tokens = _approx_tokens(_prompt_text(request_json))
         completion_tokens = _approx_tokens(text) * n
@@ -1605,7 +1745,9 @@ class LLMStandInServer:
 
     # -- Anthropic ---------------------------------------------------------- #
 
-    def _message(self, request_json: dict[str, Any], *, service_tier: str = "standard") -> dict[str, Any]:
+    def _message(
+        self, request_json: dict[str, Any], *, service_tier: str = "standard", fault: Fault | None = None
+    ) -> dict[str, Any]:
         for field in ("model", "messages", "max_tokens"):
             if field not in request_json:
                 raise _APIError(400, f"{field}: Field required")
@@ -1615,7 +1757,24 @@ class LLMStandInServer:
             raise _APIError(400, "stream: streaming is not supported by the stand-in server")
         text = self._respond(ANTHROPIC, request_json)
         tool = forced_tool(ANTHROPIC, request_json)
-        if tool is not None:
+        kind = fault.kind if fault is not None else None
+        stop_details: dict[str, Any] | None = None
+        if kind == "refusal":
+            assert fault is not None
+            text = fault.message or ""
+            content: list[dict[str, Any]] = [{"type": "text", "text": text, "citations": None}]
+            stop_reason = "refusal"
+            stop_details = {"type": "refusal", "category": None, "explanation": text}
+        elif kind == "truncated_output":
+            assert fault is not None
+            text = text[: int(len(text) * (fault.seconds or 0.0))]
+            if tool is not None:
+                block = {"type": "tool_use", "id": _new_id("toolu_"), "name": tool["name"], "input": {}}
+                content = [block]
+            else:
+                content = [{"type": "text", "text": text, "citations": None}]
+            stop_reason = "max_tokens"
+        elif tool is not None:
             content = [
                 {
                     "type": "tool_use",
@@ -1636,7 +1795,7 @@ class LLMStandInServer:
             "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": None,
-            "stop_details": None,
+            "stop_details": stop_details,
             "container": None,
             "usage": {
                 "input_tokens": _approx_tokens(_prompt_text(request_json)),
@@ -1768,3 +1927,38 @@ class LLMStandInServer:
 def _jsonl(items: list[dict[str, Any]]) -> bytes:
     """Serialises items as JSON Lines (one object per line, newline-terminated)."""
     return b"".join(json.dumps(item).encode("utf-8") + b"\n" for item in items)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serves the stand-in until interrupted; prints its base URL on the first line.
+
+    Args:
+        argv: Command-line arguments (``--latency``, ``--responder``, ``--api-key``,
+            ``--batch-polls``); ``sys.argv`` when None.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description="aptforge's stand-in OpenAI + Anthropic server")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
+    parser.add_argument("--responder", choices=sorted(RESPONDERS), default="distractors")
+    parser.add_argument("--api-key", default=None, help="accepted key (default: any non-empty key)")
+    parser.add_argument("--batch-polls", type=int, default=1, help="polls a batch stays in progress")
+    args = parser.parse_args(argv)
+    server = LLMStandInServer(
+        responder=RESPONDERS[args.responder],
+        openai_api_key=args.api_key,
+        anthropic_api_key=args.api_key,
+        latency=args.latency,
+        batch_in_progress_polls=args.batch_polls,
+    ).start()
+    print(server.base_url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Secrets and endpoints from the environment, read at the edge, and the LLM generators built from them.
+
+Why: API keys must come only from the environment (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`), be read
+in one place, when a build starts (never at import), and travel only as arguments into the SDK
+clients. They are `SecretStr` here (masked in any repr or log), never part of the build config,
+a request body, the response cache, a report or a Problem (details are redacted of them).
+
+`make_llm_generator` picks the generator class by `config.generator.name`, resolves the model
+(config, then `APTFORGE_<NAME>_MODEL`, then the class default, then for openai-compatible the
+server's first model), the base URL (config, then `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`), and
+wires the async SDK client (or the sync one for batch mode), the response cache, the ledger with the
+configured prices and budget, and the limiter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from flows.config import BuildConfig
+
+LLM_GENERATORS = ("openai", "anthropic", "openai-compatible")
+
+#: What openai-compatible servers get as a key when none is set (vLLM, Ollama ... ignore it; the SDK needs one).
+PLACEHOLDER_KEY = "not-needed"
+
+
+class Settings(BaseSettings):
+    """What aptforge reads from the environment (and nothing else does)."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, populate_by_name=False)
+
+    openai_api_key: SecretStr | None = Field(None, validation_alias="OPENAI_API_KEY")
+    """Key of the OpenAI API (also sent to an openai-compatible server when set)."""
+    openai_base_url: str | None = Field(None, validation_alias="OPENAI_BASE_URL")
+    """OpenAI-compatible endpoint, e.g. `http://127.0.0.1:8000/v1` (vLLM)."""
+    anthropic_api_key: SecretStr | None = Field(None, validation_alias="ANTHROPIC_API_KEY")
+    """Key of the Anthropic API."""
+    anthropic_base_url: str | None = Field(None, validation_alias="ANTHROPIC_BASE_URL")
+    """Anthropic endpoint (without `/v1`)."""
+    openai_model: str | None = Field(None, validation_alias="APTFORGE_OPENAI_MODEL")
+    """Model of the `openai` generator when the config names none."""
+    anthropic_model: str | None = Field(None, validation_alias="APTFORGE_ANTHROPIC_MODEL")
+    """Model of the `anthropic` generator when the config names none."""
+    openai_compatible_model: str | None = Field(None, validation_alias="APTFORGE_OPENAI_COMPATIBLE_MODEL")
+    """Model of the `openai-compatible` generator when the config names none."""
+
+
+def load_settings() -> Settings:
+    """Read the environment now (call it when a build starts, never at import)."""
+    return Settings()
+
+
+def make_llm_generator(config: BuildConfig, settings: Settings | None = None) -> Any:
+    """The LLM generator `config.generator` names, wired to its SDK client, cache, ledger and limiter.
+
+    Raises:
+        ValueError: unknown name, missing API key, no model, or a budget without a price for the model.
+    """
+    from generators.anthropic_gen import AnthropicGenerator
+    from generators.batch import AnthropicBatches, BatchRunner, OpenAIBatches
+    from generators.llm import Limiter, LLMEngine
+    from generators.llm_clients import AnthropicMessages, OpenAIChat
+    from generators.llm_ledger import Ledger, Price
+    from generators.llm_store import ResponseStore
+    from generators.openai_compatible import OpenAICompatibleGenerator, discover_model
+    from generators.openai_gen import OpenAIGenerator
+    from generators.prompting import PromptLibrary
+
+    settings = settings or load_settings()
+    gen = config.generator
+    classes = {"openai": OpenAIGenerator, "anthropic": AnthropicGenerator,
+               "openai-compatible": OpenAICompatibleGenerator}
+    if gen.name not in classes:
+        raise ValueError(f"unknown LLM generator {gen.name!r}; available: {', '.join(classes)}")
+    cls = classes[gen.name]
+    anthropic_side = gen.name == "anthropic"
+    secret = settings.anthropic_api_key if anthropic_side else settings.openai_api_key
+    key = secret.get_secret_value() if secret is not None else ""
+    base_url = gen.base_url or (settings.anthropic_base_url if anthropic_side else settings.openai_base_url)
+    if not key and gen.name != "openai-compatible":
+        raise ValueError(f"generator {gen.name!r} needs {'ANTHROPIC' if anthropic_side else 'OPENAI'}_API_KEY "
+                         "in the environment")
+    if gen.name == "openai-compatible" and not base_url:
+        raise ValueError("generator 'openai-compatible' needs generator.base_url or OPENAI_BASE_URL")
+    key = key or PLACEHOLDER_KEY
+    if anthropic_side:
+        import anthropic  # each SDK takes seconds to import: load only the one in use
+    else:
+        import openai
+    client_args: dict[str, Any] = {"api_key": key, "base_url": base_url, "timeout": gen.timeout_s,
+                                   "max_retries": gen.max_retries}
+    env_model = {"openai": settings.openai_model, "anthropic": settings.anthropic_model,
+                 "openai-compatible": settings.openai_compatible_model}[gen.name]
+    model = gen.model or env_model or cls.default_model
+    if not model:
+        with openai.OpenAI(**client_args) as probe:
+            model = discover_model(probe)
+    structured = gen.structured_output
+    if structured == "auto":
+        structured = "tool" if anthropic_side else "json_schema"
+
+    ledger = Ledger({m: Price(p.input, p.output) for m, p in gen.prices.items()}, gen.budget_usd,
+                    gen.batch_price_factor)
+    ledger.require_prices(model)
+    prompts = PromptLibrary.load(pins=gen.prompt_versions)
+    store = ResponseStore(gen.cache_file(config.out_dir))
+    if gen.batch:
+        api: Any = (AnthropicBatches(anthropic.Anthropic(**client_args)) if anthropic_side
+                    else OpenAIBatches(openai.OpenAI(**client_args), cls.provider))
+        runner: Any = BatchRunner(api, store, ledger, poll_s=gen.batch_poll_s, max_wait_s=gen.batch_max_wait_s,
+                                  secrets=[key])
+    else:
+        client: Any = (AnthropicMessages(anthropic.AsyncAnthropic(**client_args)) if anthropic_side
+                       else OpenAIChat(openai.AsyncOpenAI(**client_args)))
+        runner = LLMEngine(client, store, ledger, Limiter(gen.max_concurrency, gen.rpm, gen.tpm), secrets=[key])
+    return cls(runner=runner, ledger=ledger, prompts=prompts, model=model, temperature=gen.temperature,
+               max_output_tokens=gen.max_output_tokens, max_context_chars=gen.max_context_chars,
+               near_duplicate=gen.near_duplicate, structured=structured, owned=[runner, store])
+
+
+__all__ = ["LLM_GENERATORS", "Settings", "load_settings", "make_llm_generator"]

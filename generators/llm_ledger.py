@@ -1,0 +1,178 @@
+"""Token and cost ledger of one build, with an optional budget cap.
+
+Why: LLM distractors cost money; a build must say what it spent per task and per model, and must stop
+cleanly when a budget is reached instead of overspending or crashing.
+
+Guarantees: costs come only from the prices passed in (USD per million tokens, per model); a request
+first reserves its worst case (estimated prompt tokens plus its `max_tokens`), so requests in flight
+can never push the spend past the budget (up to the prompt-size estimate); once a reservation is
+refused the budget is marked exhausted and every later request is refused too, so the stop is clean
+and deterministic. Cache hits cost this build nothing and are counted separately. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, NamedTuple
+
+
+class Price(NamedTuple):
+    """Price of one model in USD per million tokens."""
+
+    input: float
+    output: float
+
+
+class BudgetExceeded(Exception):
+    """A request would take the build past its budget (the item ends as `no_distractors`)."""
+
+
+@dataclass
+class Usage:
+    """What one (task, model) cost in a build."""
+
+    requests: int = 0
+    """Requests sent (SDK-internal retries of one request count once)."""
+    cache_hits: int = 0
+    """Replies taken from the response cache (free)."""
+    retries: int = 0
+    """Second attempts after output that did not parse or validate."""
+    refusals: int = 0
+    """Replies in which the model refused."""
+    failures: int = 0
+    """Items that ended without distractors (any reason, budget included)."""
+    no_distractors: int = 0
+    """Items refused because the budget was exhausted."""
+    tokens_in: int = 0
+    """Prompt tokens paid in this build."""
+    tokens_out: int = 0
+    """Completion tokens paid in this build."""
+    cost_usd: float = 0.0
+    """Cost paid in this build."""
+
+    def merge(self, other: Usage) -> None:
+        """Add another usage into this one."""
+        for key, value in asdict(other).items():
+            setattr(self, key, getattr(self, key) + value)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (cost rounded to micro-dollars)."""
+        out = asdict(self)
+        out["cost_usd"] = round(self.cost_usd, 6)
+        return out
+
+
+class Ledger:
+    """Spend, reservations and usage of one build (see the module docstring)."""
+
+    def __init__(self, prices: Mapping[str, Price], budget_usd: float | None = None,
+                 batch_factor: float = 0.5) -> None:
+        """Start an empty ledger.
+
+        Args:
+            prices: USD per million tokens per model id.
+            budget_usd: Cap on what this build may spend; None for no cap.
+            batch_factor: Price multiplier of batch-API requests (both providers: half price).
+        """
+        self.prices = dict(prices)
+        self.budget_usd = budget_usd
+        self.batch_factor = batch_factor
+        self.spent_usd = 0.0
+        self.reserved_usd = 0.0
+        self.exhausted = False
+        self._usage: dict[tuple[str, str], Usage] = {}
+        self._lock = threading.Lock()
+
+    def require_prices(self, model: str) -> None:
+        """Refuse a budget that cannot be enforced because `model` has no price.
+
+        Raises:
+            ValueError: a budget is set and `model` has no price.
+        """
+        if self.budget_usd is not None and model not in self.prices:
+            raise ValueError(f"budget_usd is set but model {model!r} has no price; add it under generator.prices")
+
+    def cost(self, model: str, tokens_in: int, tokens_out: int, factor: float = 1.0) -> float:
+        """Cost of some tokens (0 for a model without a price)."""
+        price = self.prices.get(model)
+        if price is None:
+            return 0.0
+        return factor * (tokens_in * price.input + tokens_out * price.output) / 1_000_000
+
+    def _entry(self, task: str, model: str) -> Usage:
+        return self._usage.setdefault((task, model), Usage())
+
+    def reserve(self, model: str, tokens_in: int, tokens_out: int, factor: float = 1.0) -> float:
+        """Reserve a request's worst-case cost before sending it.
+
+        Returns:
+            The amount reserved (pass it to `settle` or `release`).
+
+        Raises:
+            BudgetExceeded: the budget is exhausted or this request would exceed it.
+        """
+        amount = self.cost(model, tokens_in, tokens_out, factor)
+        with self._lock:
+            if self.budget_usd is None:
+                return 0.0
+            if self.exhausted or self.spent_usd + self.reserved_usd + amount > self.budget_usd:
+                self.exhausted = True
+                raise BudgetExceeded(
+                    f"budget of ${self.budget_usd:g} reached (spent ${self.spent_usd:.6f}, "
+                    f"in flight ${self.reserved_usd:.6f}, this request up to ${amount:.6f})"
+                )
+            self.reserved_usd += amount
+            return amount
+
+    def release(self, reserved: float) -> None:
+        """Give back a reservation whose request failed without a reply."""
+        with self._lock:
+            self.reserved_usd = max(0.0, self.reserved_usd - reserved)
+
+    def settle(self, reserved: float, task: str, model: str, tokens_in: int, tokens_out: int,
+               factor: float = 1.0) -> float:
+        """Replace a reservation by the actual cost of the reply; returns that cost."""
+        cost = self.cost(model, tokens_in, tokens_out, factor)
+        with self._lock:
+            self.reserved_usd = max(0.0, self.reserved_usd - reserved)
+            self.spent_usd += cost
+            entry = self._entry(task, model)
+            entry.requests += 1
+            entry.tokens_in += tokens_in
+            entry.tokens_out += tokens_out
+            entry.cost_usd += cost
+        return cost
+
+    def count(self, task: str, model: str, field: str, n: int = 1) -> None:
+        """Count an event (`cache_hits`, `retries`, `refusals`, `failures`, `no_distractors`, `requests`)."""
+        with self._lock:
+            entry = self._entry(task, model)
+            setattr(entry, field, getattr(entry, field) + n)
+
+    def report(self) -> dict[str, Any]:
+        """Per task and model, per model, and in total, plus the budget state."""
+        with self._lock:
+            usage = {k: Usage(**asdict(v)) for k, v in self._usage.items()}
+            spent, exhausted = self.spent_usd, self.exhausted
+        by_task: dict[str, dict[str, Any]] = {}
+        by_model: dict[str, Usage] = {}
+        total = Usage()
+        for (task, model), u in sorted(usage.items()):
+            by_task.setdefault(task, {})[model] = u.as_dict()
+            by_model.setdefault(model, Usage()).merge(u)
+            total.merge(u)
+        return {
+            "budget_usd": self.budget_usd,
+            "spent_usd": round(spent, 6),
+            "budget_exhausted": exhausted,
+            "priced_models": sorted(self.prices),
+            "unpriced_models": sorted(m for m in by_model if m not in self.prices),
+            "by_task": by_task,
+            "by_model": {m: u.as_dict() for m, u in sorted(by_model.items())},
+            "total": total.as_dict(),
+        }
+
+
+__all__ = ["BudgetExceeded", "Ledger", "Price", "Usage"]

@@ -1,0 +1,143 @@
+"""The build flow with LLM generators, on the session's Prefect server, against the stand-in LLM server.
+
+`aptforge build configs/swe.yaml --generator openai|anthropic` (what `make build-swe GENERATOR=...`
+runs) with the endpoint and key in the environment: LLM distractors with provenance, a rerun that
+makes no request, a build SIGKILLed mid-generation whose rerun repeats no completed request, and an
+API key that appears in no output file, no log record and no console output.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from tests.servers.llm import LLMStandInServer, distractor_responder
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "sk-aptforge-SECRET-4b1d9e77c0ffee"
+CHAT = "chat.completions.create"
+runner = CliRunner()
+
+
+@pytest.fixture
+def server() -> Iterator[LLMStandInServer]:
+    with LLMStandInServer(responder=distractor_responder, openai_api_key=KEY, anthropic_api_key=KEY) as s:
+        yield s
+
+
+class _Everything(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture
+def all_logs() -> Iterator[_Everything]:
+    """Every log record at DEBUG, SDK and HTTP loggers included (Prefect's do not all propagate)."""
+    handler = _Everything()
+    names = ["", "prefect", "openai", "anthropic", "httpx", "httpx2", "httpcore"]
+    old = {n: logging.getLogger(n).level for n in names}
+    for name in names:
+        logging.getLogger(name).addHandler(handler)
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    yield handler
+    for name in names:
+        logging.getLogger(name).removeHandler(handler)
+        logging.getLogger(name).setLevel(old[name])
+
+
+def build(out: Path, generator: str, env: dict[str, str]) -> dict:
+    result = runner.invoke(app, ["build", str(ROOT / "configs" / "swe.yaml"), "--generator", generator,
+                                 "--out", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    assert KEY not in result.output
+    return json.loads((out / "swe_issue_fix" / "v0.1.0" / "report.json").read_text())
+
+
+def plan_rows(out: Path) -> list[dict]:
+    return pq.read_table(out / "swe_issue_fix" / "v0.1.0" / "candidates" / "plan.parquet").to_pylist()
+
+
+@pytest.mark.flow
+def test_an_openai_build_makes_llm_distractors_a_rerun_makes_no_request_and_the_key_never_leaks(
+        prefect_harness, server, tmp_path, all_logs):
+    env = {"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": KEY, "APTFORGE_OPENAI_MODEL": "gpt-standin"}
+    out = tmp_path / "out"
+    report = build(out, "openai", env)
+    rows = plan_rows(out)
+    assert rows and all(r["generator"] == "openai" and r["model"] == "gpt-standin" for r in rows)
+    assert all(o.startswith("llm:gpt-standin:") for r in rows for o in r["distractor_origins"])
+    assert all(r["tokens_in"] > 0 and len(r["prompt_hash"]) == 64 for r in rows)
+    sent = server.count(CHAT)
+    usage = report["llm"]["by_task"]["plan"]["gpt-standin"]
+    assert sent == usage["requests"] >= len(rows) and report["llm"]["total"]["failures"] == 0
+
+    again = build(out, "openai", env)
+    assert server.count(CHAT) == sent  # the rerun is served from the response cache
+    assert again["llm"]["total"]["requests"] == 0 and again["llm"]["total"]["cache_hits"] == sent
+    assert plan_rows(out) == rows
+
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name == "llm_cache.sqlite" for p in files)
+    assert not [p for p in files if KEY.encode() in p.read_bytes()]
+    assert all_logs.lines and not [line for line in all_logs.lines if KEY in line]
+
+
+@pytest.mark.flow
+def test_an_anthropic_build_makes_llm_distractors_from_anthropic_base_url(prefect_harness, server, tmp_path):
+    env = {"ANTHROPIC_BASE_URL": server.anthropic_base_url, "ANTHROPIC_API_KEY": KEY,
+           "APTFORGE_ANTHROPIC_MODEL": "claude-standin"}
+    report = build(tmp_path / "out", "anthropic", env)
+    rows = plan_rows(tmp_path / "out")
+    assert rows and all(r["generator"] == "anthropic" and r["model"] == "claude-standin" for r in rows)
+    assert server.count("messages.create") == report["llm"]["total"]["requests"] > 0
+    assert server.requests_for("messages.create")[0].json["tool_choice"]["name"] == "record_distractors"
+
+
+@pytest.mark.flow
+def test_a_build_killed_during_generation_repeats_no_completed_request(prefect_harness, server, tmp_path):
+    from prefect.settings import get_current_settings
+
+    config = tmp_path / "kill.yaml"
+    config.write_text(
+        f"scenario: swe_issue_fix\nversion: vkill\nsources: [{ROOT / 'extractors' / 'samples' / 'swe_issue_fix'}]\n"
+        f"tasks: {{plan: {{}}}}\nseed: 20261130\nout_dir: {tmp_path / 'out'}\n"
+        "generator: {name: openai, model: gpt-test, max_concurrency: 1}\n")
+    server.set_latency(0.15, CHAT)
+    env = {**os.environ, "OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": KEY,
+           "PREFECT_API_URL": str(get_current_settings().api.url), "PREFECT_HOME": str(tmp_path / "prefect"),
+           "PREFECT_LOGGING_LEVEL": "WARNING"}
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "build", str(config)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while server.count(CHAT) < 6 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)  # request 6 is held by the server: 5 replies were stored
+    proc.wait(timeout=30)
+    completed = [json.dumps(r.json, sort_keys=True) for r in server.requests_for(CHAT) if r.status == 200]
+    assert len(completed) == 5 and not (tmp_path / "out" / "swe_issue_fix" / "vkill" / "report.json").exists()
+
+    server.reset()
+    result = runner.invoke(app, ["build", str(config)], env={"OPENAI_BASE_URL": server.openai_base_url,
+                                                            "OPENAI_API_KEY": KEY})
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "out" / "swe_issue_fix" / "vkill" / "report.json").read_text())
+    rerun = [json.dumps(r.json, sort_keys=True) for r in server.requests_for(CHAT)]
+    assert rerun and not set(rerun) & set(completed)
+    assert report["llm"]["total"]["cache_hits"] == 5 and report["llm"]["total"]["requests"] == len(rerun)
+    assert report["questions_by_task"]["plan"] >= len(rerun)

@@ -114,6 +114,7 @@ def main() -> int:
     parser.add_argument("--gb", type=float, default=1.05, help="size of the generated JSONL in GiB (>= 1)")
     parser.add_argument("--keep", type=Path, help="write the file here and keep it")
     parser.add_argument("--measure", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(_measure(*args.measure)))
@@ -139,6 +140,12 @@ def main() -> int:
           f"{'OK' if worst < RSS_LIMIT else 'OVER'} (limit {RSS_LIMIT / 2**20:.0f} MiB)")
     print(f"decode ratio {results['records']['seconds'] / base:.2f}, full read ratio {ratio:.2f} "
           f"(goal <= {RATIO_GOAL}: {'met' if ratio <= RATIO_GOAL else 'missed'})")
+    if args.json_out:
+        args.json_out.write_text(json.dumps({
+            "input_gib": round(size / GB, 3), "rows": rows, "baseline_s": round(base, 3),
+            "decode_ratio": round(results["records"]["seconds"] / base, 3), "read_ratio": round(ratio, 3),
+            "read_ratio_goal": RATIO_GOAL, "peak_rss_mib": round(worst / 2**20, 1), "peak_rss_goal_mib": RSS_LIMIT / 2**20,
+        }))
     if results["readers"]["records"] != rows or results["records"]["records"] != rows:
         print("error: not every row was read", file=sys.stderr)
         return 1

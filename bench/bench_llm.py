@@ -135,6 +135,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
     args = parser.parse_args()
     server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "servers" / "llm.py"), "--latency",
                                str(args.latency), "--responder", "distractors", "--api-key", KEY],
@@ -165,6 +166,14 @@ def main() -> int:
     print(f"  aptforge openai generator:          {our.wall:6.2f} s  {args.n / our.wall:7.1f} req/s  "
           f"ratio to ideal {ideal / our.wall:.2f}  CPU {our.cpu * per_k:.2f} s per 1,000 requests")
     print(f"  throughput ratio aptforge / bare SDK: {ratio:.2f} (goal >= {RATIO_GOAL})")
+    if args.json_out:
+        args.json_out.write_text(json.dumps({
+            "n": args.n, "latency_s": args.latency, "concurrency": args.concurrency, "ideal_s": round(ideal, 3),
+            "reference_s": round(ref.wall, 3), "aptforge_s": round(our.wall, 3), "throughput_ratio": round(ratio, 3),
+            "throughput_goal": RATIO_GOAL, "reference_ideal_ratio": round(ideal / ref.wall, 3),
+            "aptforge_ideal_ratio": round(ideal / our.wall, 3), "reference_cpu_per_1k_s": round(ref.cpu * per_k, 3),
+            "aptforge_cpu_per_1k_s": round(our.cpu * per_k, 3),
+        }))
     return 0 if ratio >= RATIO_GOAL else 1
 
 

@@ -14,7 +14,7 @@ import json
 import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -50,10 +50,8 @@ def release_dir(config: BuildConfig) -> Path:
 
 
 def queue_path(config: BuildConfig) -> Path:
-    """Where the build enqueued its items."""
-    queue = getattr(config, "queue", None)
-    path = getattr(queue, "path", None) if queue is not None else None
-    return Path(path) if path else Path(config.out_dir) / config.scenario / "queue.sqlite"
+    """Where the build enqueued its items (`review.queue`, by default beside the build's versions)."""
+    return config.queue_path()
 
 
 def select_verified(items: list[Item], scenario: str) -> tuple[list[Item], dict[str, int]]:
@@ -88,16 +86,12 @@ def _overrides(config: BuildConfig) -> dict[str, str]:
     return dict(overrides or {})
 
 
-def _secret_findings(rows_by_task: Mapping[tuple[str, str], list[dict[str, Any]]]) -> list[str]:
-    try:
-        from generators import secrets
-    except ImportError:  # the scanner module is optional until it lands
-        return []
-    scan = getattr(secrets, "scan_rows", None)
-    if scan is None:
-        return []
-    findings = scan([r for rows in rows_by_task.values() for r in rows])
-    return [f"{getattr(f, 'kind', 'secret')} in {getattr(f, 'where', '?')}" for f in findings]
+def _secret_findings(config: BuildConfig, rows_by_task: Mapping[tuple[str, str], list[dict[str, Any]]]) -> list[str]:
+    from flows.hygiene import privacy_options
+    from generators.secrets import scan_rows
+
+    findings = scan_rows([r for rows in rows_by_task.values() for r in rows], privacy_options(config.privacy))
+    return [f"{f.kind} in {f.where}" for f in findings]
 
 
 def _previous_manifest(folder: Path) -> dict[str, Any] | None:
@@ -132,7 +126,7 @@ def prepare(
         raise PublishRefused(
             f"no verified items for {config.scenario}: review the queue first ({queue_path(config)})"
         )
-    findings = _secret_findings(rows_by_task)
+    findings = _secret_findings(config, rows_by_task)
     if findings:
         raise PublishRefused(
             f"the secret scanner still finds {len(findings)} secret(s): " + "; ".join(findings[:5])
@@ -174,8 +168,8 @@ def _baselines(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_release(folder: Path, files: Mapping[str, bytes]) -> None:
-    """Write the whole folder beside the old one, then swap; the old one survives any failure."""
+def write_release(folder: Path, files: Mapping[str, bytes], check: Callable[[Path], None] | None = None) -> None:
+    """Write the whole folder beside the old one, run `check` on it, then swap; the old one survives any failure."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=folder.parent))
     try:
@@ -183,6 +177,8 @@ def write_release(folder: Path, files: Mapping[str, bytes]) -> None:
             target = staging / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(blob)
+        if check is not None:
+            check(staging)
         old = None
         if folder.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
@@ -194,6 +190,17 @@ def write_release(folder: Path, files: Mapping[str, bytes]) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _assert_clean(config: BuildConfig, folder: Path) -> None:
+    """The secret scanner over every file of the staged release (card, JSONL, YAML, Parquet rows)."""
+    from flows.hygiene import assert_release_clean, privacy_options
+    from generators.secrets import SecretsFound
+
+    try:
+        assert_release_clean(folder, privacy_options(config.privacy))
+    except SecretsFound as exc:
+        raise PublishRefused(f"the secret scanner still finds secrets in the release: {exc}") from None
 
 
 @task(name="load-verified", cache_policy=NO_CACHE)
@@ -221,7 +228,7 @@ def publish(
     result: dict[str, Any] = {"plan": plan._asdict(), "pushed": None, "dry_run": dry_run}
     if dry_run:
         return result
-    write_release(release_dir(config), files)
+    write_release(release_dir(config), files, check=lambda staged: _assert_clean(config, staged))
     if repo:
         from flows.hub import push_release
 

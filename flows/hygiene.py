@@ -1,0 +1,146 @@
+"""The file side of release hygiene: reference corpora for contamination, and the release scan.
+
+`generators/secrets.py`, `dedup.py` and `contamination.py` are pure; this module reads what they
+need from disk and wraps them as build stages. `scan_release(folder)` is the guard publish runs
+on a built release folder: every Parquet row and every line of every other file is scanned, and
+`assert_release_clean(folder)` raises `SecretsFound` (kinds and places only) if anything remains.
+Unreadable reference files become Problems naming the file and line, never a crash.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow.parquet as pq
+
+from extractors.readers.records import Record, find_inputs, iter_records
+from flows.config import ContaminationConfig, PrivacyConfig
+from generators.contamination import ReferenceIndex, measure
+from generators.scrub import placeholder_counts
+from generators.secrets import Finding, PrivacyOptions, Redactor, Scanner, SecretsFound, scan_rows, scan_text
+from schemas import Problem, Question
+
+#: A record is a benchmark row (not a report or quarantine entry) when it has one of these keys.
+ROW_KEYS = frozenset({"uuid", "item_id", "choices", "trajs", "trajectory", "query", "target_cmd"})
+_TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".yaml", ".yml", ".txt", ".csv", ".html", ".toml")
+
+
+def privacy_options(config: PrivacyConfig) -> PrivacyOptions:
+    """Scanner options from the build config."""
+    return PrivacyOptions(config.redact_emails, config.redact_phones, config.detect_secrets)
+
+
+def make_redactor(config: PrivacyConfig) -> Redactor:
+    """One redactor per build: its value map makes a secret read the same in every output."""
+    return Redactor(Scanner(privacy_options(config)))
+
+
+def iter_rows(paths: Iterable[str], stage: str = "contamination") -> Iterator[Record | Problem]:
+    """Benchmark rows of files or folders (JSONL, JSON, Parquet); Problems for what is unreadable."""
+    for raw in paths:
+        if not Path(raw).exists():
+            yield Problem(where=raw, stage=stage, reason="missing_reference", detail="no such file or folder")
+            continue
+        for file in find_inputs([raw]):
+            for rec in iter_records(file):
+                if isinstance(rec, Problem):
+                    yield rec.model_copy(update={"stage": stage})
+                elif isinstance(rec.data, dict) and ROW_KEYS & rec.data.keys():
+                    yield rec
+
+
+def load_index(config: ContaminationConfig) -> tuple[ReferenceIndex, list[Problem]]:
+    """Index earlier versions (`previous_versions`) and reference corpora (`reference`)."""
+    index = ReferenceIndex(config.ngram)
+    problems: list[Problem] = []
+    for source, paths in (("previous_versions", config.previous_versions), ("reference", config.reference)):
+        for rec in iter_rows(paths):
+            if isinstance(rec, Problem):
+                problems.append(rec)
+            else:
+                index.add_rows(source, [rec.data])
+    return index, problems
+
+
+class ContaminationStage(NamedTuple):
+    """Items kept after the contamination check, its Problems, and the per-task report."""
+
+    kept: list[Question]
+    problems: list[Problem]
+    report: dict[str, Any]
+
+
+def contamination_stage(questions: list[Question], config: ContaminationConfig) -> ContaminationStage:
+    """Measure overlap with the configured sources; drop flagged items when `drop` is set."""
+    if not config.reference and not config.previous_versions:
+        return ContaminationStage(questions, [], {"checked": False})
+    index, problems = load_index(config)
+    result = measure(questions, index, config.min_overlap, config.boilerplate_share,
+                     "error" if config.drop else "warning")
+    flagged = {o.item_id for o in result.flagged}
+    kept = [q for q in questions if q.item_id not in flagged] if config.drop else questions
+    report = {
+        "checked": True, "ngram": config.ngram, "min_overlap": config.min_overlap, "drop": config.drop,
+        "reference_rows": dict(index.rows), "flagged": len(flagged),
+        "dropped": len(questions) - len(kept), "by_task": result.by_task,
+    }
+    return ContaminationStage(kept, problems + result.problems, report)
+
+
+def redaction_rows(questions: Iterable[Question]) -> list[dict[str, Any]]:
+    """One row per item that shows placeholders: item id, task and counts per kind (no values)."""
+    rows = []
+    for q in sorted(questions, key=lambda q: (q.task, q.item_id)):
+        counts = placeholder_counts(q)
+        if counts:
+            rows.append({"item_id": q.item_id, "task": q.task, "redactions": dict(sorted(counts.items()))})
+    return rows
+
+
+def secrets_report(found: Counter[str], trajectories: Counter[str], questions: Counter[str],
+                   runs_redacted: int, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """report.json's `secrets` section: counts per kind only."""
+    shown: Counter[str] = Counter()
+    for row in items:
+        shown.update(row["redactions"])
+    return {
+        "found_by_kind": dict(sorted(found.items())),
+        "redacted_in_trajectories": dict(sorted(trajectories.items())),
+        "redacted_in_questions": dict(sorted(questions.items())),
+        "trajectories_redacted": runs_redacted,
+        "items_with_redactions": len(items),
+        "item_placeholders_by_kind": dict(sorted(shown.items())),
+    }
+
+
+def scan_release(folder: str | Path, options: PrivacyOptions | None = None) -> list[Finding]:
+    """Findings in every file of a release folder (Parquet rows, text lines); publish's guard."""
+    root = Path(folder)
+    scanner = Scanner(options)
+    findings: list[Finding] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = str(path.relative_to(root))
+        if path.suffix == ".parquet":
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
+                findings += [f._replace(where=f"{rel}:{f.where}") for f in scan_rows(batch.to_pylist(), scanner=scanner)]
+        elif path.suffix in _TEXT_SUFFIXES or path.stat().st_size < 1_000_000:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            for lineno, line in enumerate(text.splitlines(), start=1):
+                findings += scan_text(line, f"{rel}:{lineno}", scanner=scanner)
+    return findings
+
+
+def assert_release_clean(folder: str | Path, options: PrivacyOptions | None = None) -> None:
+    """Raise `SecretsFound` when `scan_release` finds anything (publish refuses the release)."""
+    findings = scan_release(folder, options)
+    if findings:
+        raise SecretsFound(findings)
+
+
+__all__ = [
+    "ContaminationStage", "assert_release_clean", "contamination_stage", "iter_rows", "load_index",
+    "make_redactor", "privacy_options", "redaction_rows", "scan_release", "secrets_report",
+]

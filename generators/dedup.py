@@ -1,0 +1,151 @@
+"""Duplicates: the same run arriving from several files or formats, the same item twice in a version.
+
+Runs. The same agent run often ships twice: a `.traj` file and its SWE-smith row, a file copied
+into two folders, two releases of one dataset. `run_fingerprint` hashes what the agent saw and
+did (task, thoughts, actions, observations), normalised so that each reader's rendering of the
+same step compares equal, and ignores where the run was read from. One run per fingerprint is
+kept: a labelled copy before an unlabelled one, then the first by (format, file, line). Each
+other copy is reported as an `info` Problem naming the copy kept.
+
+Items. Within one task, two items are exact duplicates when their context and gold normalise to
+the same text, and near duplicates when the MinHash (datasketch, word 5-gram shingles) Jaccard of
+their contexts reaches the threshold and their golds are as similar. Items of the same
+trajectory are never near duplicates of each other (consecutive steps share most of their
+context by construction). The first item by id is kept; later ones are dropped with an `error`
+Problem (`duplicate_item` / `near_duplicate_item`) naming the item kept.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from generators.text import normalise, similarity
+from schemas import Problem, Question, Trajectory, content_id
+
+_LABEL_RANK = {"success": 0, "failure": 0, "unknown": 1}
+
+
+def _action_text(step: Any) -> str:
+    a = step.action
+    if a is None:
+        return ""
+    if a.args:
+        return normalise(a.tool + " " + " ".join(str(v) for _, v in sorted(a.args.items())))
+    return normalise(a.raw or a.tool)
+
+
+def run_fingerprint(traj: Trajectory) -> str | None:
+    """Content hash of a run independent of its file and format; None for a run without steps."""
+    if not traj.steps:
+        return None
+    steps = [(normalise(s.thought), _action_text(s), normalise(s.observation or "")) for s in traj.steps]
+    return content_id(traj.kind, normalise(traj.task), steps)
+
+
+def _where(traj: Trajectory) -> str:
+    src = traj.source
+    return src.file if src.line is None else f"{src.file}:{src.line}"
+
+
+def _order(traj: Trajectory) -> tuple[int, str, str, int]:
+    src = traj.source
+    return (_LABEL_RANK.get(traj.outcome.label, 1), src.format, src.file, src.line or 0)
+
+
+def duplicate_runs(trajs: Sequence[Trajectory]) -> dict[str, Problem]:
+    """Trajectory ids of runs that copy another one, each with the Problem reporting it.
+
+    Records sharing one trajectory id (the same record read twice) are not reported here: the
+    keep stage already drops repeated ids.
+    """
+    groups: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in trajs:
+        fp = run_fingerprint(t)
+        if fp is not None:
+            groups[fp].append(t)
+    found: dict[str, Problem] = {}
+    for members in groups.values():
+        kept = min(members, key=_order)
+        for t in members:
+            if t.trajectory_id != kept.trajectory_id and t.trajectory_id not in found:
+                found[t.trajectory_id] = Problem(
+                    where=_where(t), stage="dedup", reason="duplicate_trajectory", severity="info",
+                    detail=f"same run as {_where(kept)} ({kept.source.format}, trajectory {kept.trajectory_id}); kept that one",
+                )
+    return found
+
+
+class ItemDedup(NamedTuple):
+    """Items kept, Problems for the dropped ones, and counts."""
+
+    kept: list[Question]
+    problems: list[Problem]
+    exact: int
+    near: int
+
+
+def _context(q: Question) -> str:
+    return "\n".join(str(v) for _, v in sorted(q.fields.items()))
+
+
+def shingles(text: str, size: int = 5, normalised: bool = False) -> set[bytes]:
+    """Word `size`-grams of the normalised text (the whole text when shorter)."""
+    words = (text if normalised else normalise(text)).split()
+    if len(words) <= size:
+        return {" ".join(words).encode("utf-8")}
+    return {" ".join(words[i: i + size]).encode("utf-8") for i in range(len(words) - size + 1)}
+
+
+def dedup_questions(
+    questions: Iterable[Question], threshold: float = 0.9, num_perm: int = 128, shingle: int = 5
+) -> ItemDedup:
+    """Drop exact and near-duplicate items within each (scenario, task); the first by id is kept."""
+    from datasketch import MinHash, MinHashLSH
+
+    by_task: dict[tuple[str, str], list[Question]] = defaultdict(list)
+    for q in questions:
+        by_task[(q.scenario, q.task)].append(q)
+    kept: list[Question] = []
+    problems: list[Problem] = []
+    exact = near = 0
+    # deterministic (crc32, fixed seed) and computed once: MinHash's own setup dominates otherwise
+    permutations = MinHash(num_perm=num_perm, seed=1, scheme="affine32").permutations
+    for key in sorted(by_task):
+        seen: dict[tuple[str, str], str] = {}
+        lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+        sketches: dict[str, tuple[Any, Question]] = {}
+        for q in sorted(by_task[key], key=lambda q: q.item_id):
+            ctx = normalise(_context(q))
+            ident = (ctx, normalise(q.gold))
+            if ident in seen:
+                exact += 1
+                problems.append(Problem(where=q.item_id, stage="dedup", reason="duplicate_item",
+                                        detail=f"same context and answer as item {seen[ident]}"))
+                continue
+            mh = MinHash(num_perm=num_perm, seed=1, hashfunc=zlib.crc32, permutations=permutations, scheme="affine32")
+            mh.update_batch(list(shingles(ctx, shingle, normalised=True)))
+            match = None
+            for other_id in sorted(lsh.query(mh)):
+                other_mh, other = sketches[other_id]
+                if other.trajectory_id == q.trajectory_id:
+                    continue
+                jac = mh.jaccard(other_mh)
+                if jac >= threshold and similarity(q.gold, other.gold) >= threshold:
+                    match = (other_id, jac)
+                    break
+            if match is not None:
+                near += 1
+                problems.append(Problem(where=q.item_id, stage="dedup", reason="near_duplicate_item",
+                                        detail=f"context Jaccard ~{match[1]:.2f} and same answer as item {match[0]}"))
+                continue
+            seen[ident] = q.item_id
+            lsh.insert(q.item_id, mh)
+            sketches[q.item_id] = (mh, q)
+            kept.append(q)
+    return ItemDedup(kept, problems, exact, near)
+
+
+__all__ = ["ItemDedup", "dedup_questions", "duplicate_runs", "run_fingerprint", "shingles"]

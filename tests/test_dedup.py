@@ -1,0 +1,152 @@
+"""Dedup: one run read from several files or formats, and duplicate items within a version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hygiene_inputs import RUN, RUN_FILE, SAMPLES, SUMMARY, as_swesmith_row
+
+from extractors.discovery import discover_readers
+from extractors.readers.reports import RunVerdict
+from extractors.readers.sniff import read_file
+from flows import stages
+from flows.config import load_config
+from generators.dedup import dedup_questions, duplicate_runs, run_fingerprint, shingles
+from schemas import Outcome, Provenance, Question, Trajectory
+
+
+def _read(path: Path) -> Trajectory:
+    (traj,) = [t for t in read_file(discover_readers(), str(path), None) if isinstance(t, Trajectory)]
+    return traj
+
+
+@pytest.fixture()
+def copies(tmp_path) -> tuple[Trajectory, Trajectory, Trajectory]:
+    """The sample run as a `.traj`, as a copy in another folder, and as a SWE-smith row."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(RUN_FILE, tmp_path / "a" / f"{RUN}.traj")
+    shutil.copy(RUN_FILE, tmp_path / "b" / f"{RUN}.traj")
+    row = as_swesmith_row(json.loads(RUN_FILE.read_text()))
+    (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    return _read(tmp_path / "a" / f"{RUN}.traj"), _read(tmp_path / "b" / f"{RUN}.traj"), _read(tmp_path / "rows.jsonl")
+
+
+def test_one_run_read_from_two_files_and_two_formats_has_one_fingerprint(copies):
+    a, b, row = copies
+    assert len({a.trajectory_id, b.trajectory_id, row.trajectory_id}) == 3
+    assert {a.source.format, row.source.format} == {"swe_agent_traj", "swe_rows"}
+    assert run_fingerprint(a) == run_fingerprint(b) == run_fingerprint(row) is not None
+
+
+def test_another_run_has_another_fingerprint(copies):
+    other = _read(SAMPLES / "sweagent_v1" / "slugkit__slugkit-7" / "slugkit__slugkit-7.traj")
+    assert run_fingerprint(other) != run_fingerprint(copies[0])
+    assert run_fingerprint(copies[0].model_copy(update={"steps": ()})) is None
+
+
+def test_of_several_copies_a_labelled_one_is_kept_and_the_others_are_reported_with_the_reason(copies):
+    a, b, row = copies
+    row = row.with_outcome(Outcome(label="success", signal="row:resolved", reason="resolved"))
+    found = duplicate_runs([a, b, row])  # the .traj copies carry no verdict yet: the labelled row wins
+    assert set(found) == {a.trajectory_id, b.trajectory_id}
+    assert all(p.stage == "dedup" and p.reason == "duplicate_trajectory" and p.severity == "info" for p in found.values())
+    assert all(row.source.file in p.detail and "kept that one" in p.detail for p in found.values())
+    assert found[b.trajectory_id].where == b.source.file
+
+
+def test_with_equal_labels_the_first_by_format_and_file_is_kept(copies):
+    a, b, row = copies
+    assert row.outcome.label == "success"  # the row carries its own verdict; give the files one too
+    a, b = (t.with_outcome(row.outcome) for t in (a, b))
+    found = duplicate_runs([row, b, a])
+    assert set(found) == {b.trajectory_id, row.trajectory_id}  # swe_agent_traj < swe_rows, then a/ < b/
+
+
+def test_a_record_read_twice_is_left_to_the_keep_stage(copies):
+    a, _, _ = copies
+    assert duplicate_runs([a, a]) == {}
+
+
+def test_label_and_keep_drops_copies_from_other_files_as_duplicate_trajectory(copies):
+    a, b, row = copies
+    verdicts = {RUN: RunVerdict(RUN, True, "resolved", "test:resolved", 2)}
+    kept = stages.label_and_keep([b, row, a], verdicts, [], frozenset({"swe"}), False)
+    assert [t.trajectory_id for t in kept.kept] == [a.trajectory_id]
+    assert kept.dropped["duplicate_trajectory"] == 2
+    assert sorted(p.where for p in kept.problems if p.stage == "dedup") == sorted([b.source.file, row.source.file + ":1"])
+
+
+def _q(item: str, traj: str, context: str, gold: str, task: str = "plan") -> Question:
+    return Question(item_id=item, scenario="swe_issue_fix", task=task, form="completion", trajectory_id=traj,
+                    step_index=1, fields={"trajs": context}, gold=gold,
+                    provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"))
+
+
+_CTX = " ".join(f"step {i}: ran pytest on module_{i} and read the failing assertion in test_{i}" for i in range(40))
+
+
+def test_an_exact_duplicate_item_is_dropped_and_names_the_item_kept():
+    result = dedup_questions([_q("b", "t2", _CTX, "I need to fix ops.py"), _q("a", "t1", _CTX + "  ", "I need to fix ops.py!")])
+    assert [q.item_id for q in result.kept] == ["a"] and (result.exact, result.near) == (1, 0)
+    assert result.problems[0].where == "b" and result.problems[0].reason == "duplicate_item" and "item a" in result.problems[0].detail
+
+
+def test_a_near_duplicate_item_from_another_run_is_dropped():
+    near = _CTX.replace("module_7", "module_seven")
+    result = dedup_questions([_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t2", near, "I need to fix ops.py")])
+    assert [q.item_id for q in result.kept] == ["a"] and (result.exact, result.near) == (0, 1)
+    assert result.problems[0].reason == "near_duplicate_item" and result.problems[0].severity == "error"
+
+
+def test_near_identical_contexts_are_kept_when_the_answers_differ_or_the_run_is_the_same():
+    near = _CTX.replace("module_7", "module_seven")
+    other_gold = [_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t2", near, "I need to rerun the tests")]
+    same_run = [_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t1", near, "I need to fix ops.py")]
+    other_task = [_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t2", _CTX, "I need to fix ops.py", "action")]
+    for items in (other_gold, same_run, other_task):
+        assert len(dedup_questions(items).kept) == 2
+
+
+def test_shingles_are_word_five_grams_of_the_normalised_text():
+    assert shingles("A b, C d e F") == {b"a b c d e", b"b c d e f"}
+    assert shingles("Too short") == {b"too short"}
+
+
+# --- a real build: the same run in three inputs gives the items of one ---------------------------
+
+def _build(root: Path, name: str, sources: list[Path]) -> tuple[dict, Path]:
+    from flows.build import run_build
+
+    cfg = root / f"{name}.yaml"
+    cfg.write_text(json.dumps({"scenario": "swe_issue_fix", "version": "v-dedup", "seed": 5, "out_dir": f"out-{name}",
+                               "sources": [str(s) for s in sources],
+                               "tasks": {"plan": {"max_items_per_trajectory": 50}, "action": {"max_items_per_trajectory": 50}}}))
+    report = run_build(load_config(cfg))
+    return report, root / f"out-{name}" / "swe_issue_fix" / "v-dedup"
+
+
+@pytest.mark.flow
+def test_duplicated_input_runs_build_the_same_items_as_one_copy_and_are_counted(prefect_harness, tmp_path):
+    single = tmp_path / "inputs" / "sweagent"
+    (single / RUN).mkdir(parents=True)
+    shutil.copy(RUN_FILE, single / RUN / f"{RUN}.traj")
+    shutil.copy(SUMMARY, single / "harness_summary.json")
+    extra = tmp_path / "zz_copies"  # sorts after the original, so the original is the copy kept
+    (extra / "mirror").mkdir(parents=True)
+    shutil.copy(RUN_FILE, extra / "mirror" / f"{RUN}.traj")
+    (extra / "rows.jsonl").write_text(json.dumps(as_swesmith_row(json.loads(RUN_FILE.read_text()))) + "\n")
+
+    base_report, base = _build(tmp_path, "single", [single])
+    dup_report, dup = _build(tmp_path, "dup", [single, extra])
+    assert dup_report["counts"]["trajectories_read"] == base_report["counts"]["trajectories_read"] + 2
+    for task in ("plan", "action"):
+        table = pq.read_table(dup / "candidates" / f"{task}.parquet")
+        assert table.num_rows > 0 and table.equals(pq.read_table(base / "candidates" / f"{task}.parquet"))
+    assert dup_report["dedup"] == {"trajectories": 2, "items_exact": 0, "items_near": 0}
+    assert base_report["dedup"]["trajectories"] == 0
+    assert dup_report["dropped_by_reason"]["duplicate_trajectory"] == 2

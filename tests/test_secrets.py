@@ -1,0 +1,309 @@
+"""Secret scanning and redaction: unit tests of the scanner, and a real build with planted secrets."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hygiene_inputs import (
+    FAKE_SECRETS,
+    PLACEHOLDER_KIND,
+    RUN,
+    SUMMARY,
+    as_swesmith_row,
+    env_dump,
+    plant_secrets,
+)
+
+from flows.config import load_config
+from flows.hygiene import assert_release_clean, scan_release
+from generators.scrub import redact_problems, redact_questions
+from generators.secrets import (
+    PrivacyOptions,
+    Redactor,
+    Scanner,
+    SecretsFound,
+    Span,
+    assert_clean,
+    placeholder,
+    scan_rows,
+)
+from schemas import Problem, Provenance, Question
+
+
+def _redact(text: str, options: PrivacyOptions | None = None) -> str:
+    redactor = Redactor(Scanner(options))
+    redactor.learn([text])
+    return redactor.redact(text).text
+
+
+@pytest.mark.parametrize("name", sorted(FAKE_SECRETS))
+def test_every_listed_kind_is_replaced_by_its_typed_placeholder(name):
+    secret = FAKE_SECRETS[name]
+    out = _redact(env_dump() + f"\nand once more inline: {secret} .")
+    assert secret not in out
+    assert placeholder(PLACEHOLDER_KIND[name]) in out
+
+
+def test_a_secret_is_found_without_detect_secrets_too():
+    out = _redact(env_dump(), PrivacyOptions(detect_secrets=False))
+    assert not [k for k, s in FAKE_SECRETS.items() if s in out]
+
+
+def test_the_key_of_a_key_value_line_is_kept_and_only_the_value_replaced():
+    out = _redact(f"export AWS_ACCESS_KEY_ID={FAKE_SECRETS['aws_access_key_id']}\nDB_PASSWORD='{FAKE_SECRETS['password']}'")
+    assert out == "export AWS_ACCESS_KEY_ID=<REDACTED:aws_access_key_id>\nDB_PASSWORD='<REDACTED:password>'"
+
+
+def test_the_same_secret_reads_the_same_everywhere_even_where_no_pattern_sees_it():
+    pw = FAKE_SECRETS["password"]
+    redactor = Redactor()
+    texts = [f"DB_PASSWORD={pw}", f"mysql -h db -u app --pass {pw} -e 'select 1'"]
+    assert Scanner().spans(texts[1]) == []  # alone, the second text looks harmless
+    redactor.learn(texts)
+    assert [redactor.redact(t).text for t in texts] == [
+        "DB_PASSWORD=<REDACTED:password>", "mysql -h db -u app --pass <REDACTED:password> -e 'select 1'"]
+
+
+def test_a_weak_password_is_redacted_where_assigned_but_not_in_every_command():
+    redactor = Redactor()
+    texts = ["PGPASSWORD=postgres", "psql -U postgres -h localhost"]
+    redactor.learn(texts)
+    assert [redactor.redact(t).text for t in texts] == ["PGPASSWORD=<REDACTED:password>", texts[1]]
+
+
+def test_json_escaped_text_stays_valid_json_with_the_same_redaction():
+    raw = env_dump() + "\n" + FAKE_SECRETS["github_token"] + "\n\t" + FAKE_SECRETS["huggingface_token"]
+    escaped = json.dumps([{"role": "tool", "content": raw}])
+    redactor = Redactor()
+    redactor.learn([raw, escaped])
+    assert json.loads(redactor.redact(escaped).text)[0]["content"] == redactor.redact(raw).text
+    assert not [k for k, s in FAKE_SECRETS.items() if s.split("\n")[0] in redactor.redact(escaped).text]
+
+
+def test_a_keyword_value_with_backslashes_in_json_text_is_redacted_without_breaking_the_json():
+    raw = 'conn(password = "pass:word\\\\with special chars")\nPGPASSWORD value: pass:word\\with special chars\n'
+    escaped = json.dumps([{"role": "tool", "content": raw}])
+    redactor = Redactor()
+    redactor.learn([raw, escaped])
+    decoded = json.loads(redactor.redact(escaped).text)[0]["content"]
+    assert "pass:word" not in decoded and "<REDACTED:password>" in decoded
+
+
+def test_a_detect_secrets_value_is_widened_to_its_token_but_never_into_a_key_or_an_escape():
+    line = 'TOKEN=ghp_x + "ab12cd34\\" \\nghp_y'
+    spans = list(Scanner._locate(line, 100, "secret", "ab12cd34\\"))
+    assert [line[s.start - 100: s.end - 100] for s in spans] == ["ab12cd34"]
+    assert [line[s.start - 100: s.end - 100] for s in Scanner._locate(line, 100, "github_token", "ghp")] == ["ghp_x", "ghp_y"]
+
+
+class _SplittingScanner(Scanner):
+    """A scanner whose span ends inside a JSON escape, to exercise the redaction guard."""
+
+    def spans(self, text):
+        i = text.find("\\n")
+        return [Span(0, i + 1, "secret")] if text.startswith("[") and i > 0 else []
+
+
+def test_a_question_whose_json_context_redaction_would_break_is_refused_not_shipped():
+    q = Question(item_id="i", scenario="swe_issue_fix", task="action", form="completion", trajectory_id="t",
+                 step_index=1, fields={"trajs": json.dumps(["line one\nline two"])}, gold="ls",
+                 provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"))
+    kept, _, refused = redact_questions([q], Redactor(_SplittingScanner()))
+    assert kept == [] and [(p.where, p.reason, p.severity) for p in refused] == [("i", "redaction_broke_json", "error")]
+
+
+@pytest.mark.parametrize("line", [
+    "token = tokenize(source)", 'password = os.environ["PASSWORD"]', "api_key: str | None = None",
+    "export OPENAI_API_KEY=$OPENAI_API_KEY", "password='password'", "max_tokens=4000",
+    "GITHUB_TOKEN=<REDACTED:github_token>", "git checkout 3f9a2c1e8be04d71c21f5e90aa11bb22cc33dd44",
+    "id = '9f1c2e4a-7b3d-4c5e-8f6a-0b1c2d3e4f5a'", "sk-learn is not a key", "PWD=/testbed/tinycalc",
+    "secret_key: ${{ secrets.SECRET_KEY }}", "https://user:<REDACTED:url_password>@example.org/x",
+])
+def test_code_placeholders_and_ids_are_not_taken_for_secrets(line):
+    assert Scanner().spans(line) == []
+
+
+def test_emails_and_phones_are_redacted_only_when_the_config_asks():
+    text = "Contact alice.smith@acme.dev or +1 415-555-0142; remote git@github.com:acme/x.git"
+    assert _redact(text) == text
+    out = _redact(text, PrivacyOptions(redact_emails=True, redact_phones=True))
+    assert out == "Contact <REDACTED:email> or <REDACTED:phone>; remote git@github.com:acme/x.git"
+
+
+def test_publish_guard_refuses_rows_with_a_secret_and_names_kind_and_place_only():
+    rows = [{"item_id": "i1", "trajs": f"token {FAKE_SECRETS['github_token']}", "options": ["a", FAKE_SECRETS["jwt"]]}]
+    findings = scan_rows(rows)
+    assert {(f.kind, f.where, f.field) for f in findings} == {("github_token", "i1", "trajs"), ("jwt", "i1", "options")}
+    with pytest.raises(SecretsFound) as err:
+        assert_clean(rows)
+    assert "github_token" in str(err.value) and FAKE_SECRETS["github_token"] not in str(err.value)
+    redactor = Redactor()
+    counts: Counter[str] = Counter()
+    clean = [{k: redactor.redact_value(v, counts) for k, v in r.items()} for r in rows]
+    assert counts == {"github_token": 1, "jwt": 1}
+    assert_clean(clean)  # redacted rows pass: placeholders are never findings
+
+
+def test_problem_details_that_quote_a_secret_are_redacted():
+    problem = Problem(where="in/tokens.json", stage="read", reason="unknown_format",
+                      detail=f"no reader recognises this record (top-level: {FAKE_SECRETS['github_pat']}, x)")
+    (out,) = redact_problems([problem], Redactor())
+    assert FAKE_SECRETS["github_pat"] not in out.detail and "<REDACTED:github_token>" in out.detail
+
+
+def test_redaction_keeps_the_gold_among_the_options():
+    clone = f"git clone https://deploy:{FAKE_SECRETS['url_password']}@git.acme.dev/x.git"
+    q = Question(item_id="i", scenario="swe_issue_fix", task="plan", form="mcq", trajectory_id="t", step_index=1,
+                 fields={"trajs": json.dumps([{"role": "tool", "content": env_dump()}])}, gold=clone,
+                 options=("ls", clone, "pytest -q", "cat setup.py"), gold_index=1,
+                 provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"))
+    (red,), counts, refused = redact_questions([q], Redactor())
+    assert red.options[red.gold_index] == red.gold == "git clone https://deploy:<REDACTED:url_password>@git.acme.dev/x.git"
+    assert refused == [] and counts["url_password"] >= 2 and not [s for s in FAKE_SECRETS.values() if s in red.model_dump_json()]
+
+
+# --- a real build with planted secrets -------------------------------------------------------------
+
+def _inputs(root: Path) -> Path:
+    """Planted run + harness summary, a copy of the run in another folder, the run as a SWE-smith row,
+    and a record whose top-level keys are tokens (its quarantine detail would quote them)."""
+    inputs = root / "inputs"
+    data = plant_secrets(inputs / "sweagent" / RUN / f"{RUN}.traj")
+    shutil.copy(SUMMARY, inputs / "sweagent" / "harness_summary.json")
+    (inputs / "mirror").mkdir()
+    shutil.copy(inputs / "sweagent" / RUN / f"{RUN}.traj", inputs / "mirror" / f"{RUN}.traj")
+    (inputs / "smith").mkdir()
+    (inputs / "smith" / "rows.jsonl").write_text(json.dumps(as_swesmith_row(data)) + "\n")
+    (inputs / "junk").mkdir()
+    (inputs / "junk" / "tokens.json").write_text(json.dumps({FAKE_SECRETS["github_pat"]: "ci", FAKE_SECRETS["huggingface_token"]: "hub"}))
+    return inputs
+
+
+def _texts_of(folder: Path) -> dict[str, str]:
+    """Every output file as text: Parquet decoded to rows, SQLite dumped, the rest decoded bytes."""
+    texts = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        if path.suffix == ".parquet":
+            texts[str(path)] = json.dumps(pq.read_table(path).to_pylist(), ensure_ascii=False, default=str)
+        elif path.suffix == ".sqlite" or path.read_bytes()[:15] == b"SQLite format 3":
+            with sqlite3.connect(path) as db:
+                texts[str(path)] = "\n".join(db.iterdump())
+        else:
+            texts[str(path)] = path.read_bytes().decode("utf-8", errors="replace")
+    return texts
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture(scope="module")
+def planted_build(prefect_harness, tmp_path_factory):
+    from flows.build import run_build
+
+    root = tmp_path_factory.mktemp("planted")
+    _inputs(root)
+    (root / "build.yaml").write_text(
+        "scenario: swe_issue_fix\nversion: v-secrets\nsources: [inputs]\nseed: 11\nout_dir: out\n"
+        "tasks: {plan: {max_items_per_trajectory: 50}, action: {max_items_per_trajectory: 50}}\n")
+    capture = _Capture()
+    loggers = [logging.getLogger(), logging.getLogger("prefect")]
+    for lg in loggers:
+        lg.addHandler(capture)
+    try:
+        report = run_build(load_config(root / "build.yaml"))
+    finally:
+        for lg in loggers:
+            lg.removeHandler(capture)
+    return root / "out", report, capture.lines
+
+
+@pytest.mark.flow
+def test_no_planted_secret_reaches_any_output_file_or_log(planted_build, capfd):
+    out, _, logs = planted_build
+    texts = _texts_of(out)
+    assert any(p.endswith("plan.parquet") for p in texts) and any(p.endswith("quarantine.jsonl") for p in texts)
+    assert any(p.endswith(".sqlite") for p in texts), "the review queue is an output too"
+    leaks = {(Path(p).name, k) for p, text in texts.items() for k, s in FAKE_SECRETS.items()
+             if any(part in text for part in s.split("\n"))}
+    assert leaks == set()
+    captured = capfd.readouterr()
+    assert not [k for k, s in FAKE_SECRETS.items() if s in "\n".join(logs) + captured.out + captured.err]
+
+
+@pytest.mark.flow
+def test_each_planted_secret_shows_up_redacted_with_its_typed_placeholder(planted_build):
+    out, report, _ = planted_build
+    version = out / "swe_issue_fix" / "v-secrets"
+    rows = [r for t in ("plan", "action") for r in pq.read_table(version / "candidates" / f"{t}.parquet").to_pylist()]
+    shown = json.dumps(rows)
+    assert {k for k, kind in PLACEHOLDER_KIND.items() if placeholder(kind) not in shown} == set()
+    golds = {r["answer"] for r in rows if r["task"] == "action"}
+    assert "git clone https://deploy:<REDACTED:url_password>@git.acme.dev/tinycalc.git /tmp/tinycalc-ref" in golds
+    secrets = report["secrets"]
+    assert set(PLACEHOLDER_KIND.values()) <= set(secrets["redacted_in_trajectories"])
+    assert secrets["items_with_redactions"] == len([r for r in rows if "<REDACTED:" in json.dumps(r)])
+    listed = [json.loads(line) for line in (version / "redactions.jsonl").read_text().splitlines()]
+    assert {r["item_id"] for r in listed} == {r["item_id"] for r in rows if "<REDACTED:" in json.dumps(r)}
+    quarantine = [json.loads(line) for line in (version / "quarantine.jsonl").read_text().splitlines()]
+    unknown = [q for q in quarantine if q["reason"] == "unknown_format"]
+    assert unknown and "<REDACTED:github_token>" in unknown[0]["detail"]
+
+
+@pytest.mark.flow
+def test_the_copied_run_yields_one_set_of_items_and_a_dedup_count(planted_build):
+    out, report, _ = planted_build
+    version = out / "swe_issue_fix" / "v-secrets"
+    rows = [r for t in ("plan", "action") for r in pq.read_table(version / "candidates" / f"{t}.parquet").to_pylist()]
+    assert len({r["trajectory_id"] for r in rows}) == 1 and {r["source_format"] for r in rows} == {"swe_agent_traj"}
+    assert report["dedup"]["trajectories"] == 2 and report["dropped_by_reason"]["duplicate_trajectory"] == 2
+    quarantine = [json.loads(line) for line in (version / "quarantine.jsonl").read_text().splitlines()]
+    copies = [q for q in quarantine if q["stage"] == "dedup" and q["reason"] == "duplicate_trajectory"]
+    assert len(copies) == 2 and all("kept that one" in q["detail"] for q in copies)
+
+
+@pytest.mark.flow
+def test_the_release_guard_passes_the_built_folder_and_refuses_a_planted_file(planted_build, tmp_path):
+    out, _, _ = planted_build
+    version = out / "swe_issue_fix" / "v-secrets"
+    assert scan_release(version) == []
+    assert_release_clean(version)
+    release = tmp_path / "release"
+    shutil.copytree(version, release)
+    (release / "README.md").write_text(f"# card\nexport HF_TOKEN={FAKE_SECRETS['huggingface_token']}\n")
+    with pytest.raises(SecretsFound) as err:
+        assert_release_clean(release)
+    assert "README.md:2" in str(err.value) and FAKE_SECRETS["huggingface_token"] not in str(err.value)
+
+
+@pytest.mark.flow
+def test_accepting_everything_and_publishing_ships_no_secret_only_placeholders(planted_build, tmp_path):
+    """Issue 10's end to end: planted secrets -> build -> accept all -> publish (dry run renders every file)."""
+    from annotations.queue import Queue
+    from flows.publish import prepare, write_release
+
+    out, report, _ = planted_build
+    cfg = load_config(out.parent / "build.yaml")
+    queue = Queue(cfg.queue_path())
+    for row in queue.items():
+        queue.decide(row.item_id, "ana", "accept", expected_rev=row.rev)
+    files, plan = prepare(cfg, queue.verified(), report, "aptforge/secrets")
+    assert sum(plan.counts.values()) == len(queue.verified()) > 0
+    release = tmp_path / "release"
+    write_release(release, files, check=assert_release_clean)
+    texts = _texts_of(release)
+    shipped = "\n".join(texts.values())
+    assert {k for k, s in FAKE_SECRETS.items() if any(part in shipped for part in s.split("\n"))} == set()
+    assert "<REDACTED:" in shipped

@@ -1,0 +1,252 @@
+"""The build report people look at: `report.html` plus PNG charts, and a Prefect artifact.
+
+Charts (matplotlib's object API on the Agg canvas: no pyplot global state, safe in worker
+threads, nothing configured at import): gold-position histogram per task, gold vs distractor
+option lengths, baselines against chance and bound, trajectory and context lengths, drop and
+problem reasons. Every file is written atomically into the build output folder; all text from
+the data is HTML-escaped (it is untrusted: trajectories hold web pages and code).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from flows.io import atomic_path, write_text
+from generators.checks import context_text
+from schemas import LETTERS, TASKS
+
+
+class Chart(NamedTuple):
+    """One rendered chart."""
+
+    file: str
+    """Path relative to the report (`charts/<name>.png`)."""
+    title: str
+
+
+def _figure(width: float = 8.0, height: float = 3.6) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Any, target: Path) -> None:
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
+
+
+def _mcq_rows(rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, list[Mapping[str, Any]]]:
+    return {t: [r for r in rows if r.get("options")] for t, rows in rows_by_task.items()
+            if any(r.get("options") for r in rows)}
+
+
+def _integer_ticks(axis: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _empty(ax: Any, text: str = "no MCQ items") -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def chart_positions(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """Gold-position histogram per MCQ task, with the uniform expectation."""
+    mcq = _mcq_rows(rows_by_task)
+    axes = fig.subplots(1, max(1, len(mcq)), squeeze=False)[0]
+    if not mcq:
+        _empty(axes[0])
+    for ax, (task, rows) in zip(axes, mcq.items(), strict=False):
+        n = max(len(r["options"]) for r in rows)
+        counts = [sum(1 for r in rows if r["gold_index"] == i) for i in range(n)]
+        ax.bar(list(LETTERS[:n]), counts, color="#4c72b0")
+        ax.axhline(len(rows) / n, color="#c44e52", linestyle="--", label="uniform")
+        ax.set_title(f"{task}: gold position")
+        ax.set_ylabel("items")
+        _integer_ticks(ax.yaxis)
+        ax.legend(loc="lower right")
+
+
+def chart_option_lengths(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """Gold vs distractor option lengths (characters) per MCQ task."""
+    mcq = _mcq_rows(rows_by_task)
+    axes = fig.subplots(1, max(1, len(mcq)), squeeze=False)[0]
+    if not mcq:
+        _empty(axes[0])
+    for ax, (task, rows) in zip(axes, mcq.items(), strict=False):
+        gold = [len(r["options"][r["gold_index"]]) for r in rows]
+        wrong = [len(o) for r in rows for i, o in enumerate(r["options"]) if i != r["gold_index"]]
+        bins = max(5, min(30, len(wrong) // 3))
+        ax.hist([gold, wrong], bins=bins, density=True, label=["gold", "distractors"], color=["#55a868", "#8172b2"])
+        ax.set_title(f"{task}: option length")
+        ax.set_xlabel("characters")
+        ax.legend()
+
+
+def chart_baselines(fig: Any, quality: Mapping[str, Any]) -> None:
+    """Each baseline's accuracy per task against chance and its bound."""
+    tasks = {t: e for t, e in (quality.get("tasks") or {}).items() if "baselines" in e}
+    axes = fig.subplots(1, max(1, len(tasks)), squeeze=False)[0]
+    if not tasks:
+        _empty(axes[0])
+    for ax, (task, e) in zip(axes, tasks.items(), strict=False):
+        names = list(e["baselines"])
+        colors = ["#c44e52" if b in e["exceeded"] else "#4c72b0" for b in names]
+        ax.bar(names, [100 * e["baselines"][b] for b in names], color=colors)
+        ax.scatter(names, [100 * e["bounds"][b] for b in names], marker="_", s=400, color="black", label="bound")
+        ax.axhline(100 * e["chance"], color="#55a868", linestyle="--", label="chance")
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("accuracy %")
+        ax.set_title(f"{task}: baselines ({e['n_items']} items)")
+        ax.tick_params(axis="x", labelrotation=30)
+        ax.legend(loc="upper right")
+
+
+def chart_lengths(fig: Any, traj_steps: Sequence[int], rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """Kept trajectories' step counts and each task's context length."""
+    left, right = fig.subplots(1, 2)
+    if traj_steps:
+        left.hist(list(traj_steps), bins=max(5, min(30, len(traj_steps))), color="#4c72b0")
+        left.set_title(f"trajectory length ({len(traj_steps)} kept)")
+        left.set_xlabel("steps")
+        _integer_ticks(left.yaxis)
+    else:
+        _empty(left, "no trajectories kept")
+    contexts = {t: [len(context_text(_shown(r))) for r in rows] for t, rows in rows_by_task.items() if rows}
+    if contexts:
+        right.hist(list(contexts.values()), bins=15, label=list(contexts), stacked=False)
+        right.set_title("context length per item")
+        right.set_xlabel("characters")
+        right.legend()
+    else:
+        _empty(right, "no items")
+
+
+def _shown(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = TASKS.get((str(row.get("scenario")), str(row.get("task"))))
+    return {k: row[k] for k, _ in spec.fields if k in row} if spec else row
+
+
+def chart_reasons(fig: Any, report: Mapping[str, Any]) -> None:
+    """Why trajectories were dropped and which problems were found."""
+    left, right = fig.subplots(1, 2)
+    for ax, counts, title in ((left, report.get("dropped_by_reason") or {}, "dropped trajectories"),
+                              (right, report.get("problems_by_reason") or {}, "problems by reason")):
+        if not counts:
+            _empty(ax, f"no {title}")
+            continue
+        names = list(counts)
+        ax.barh(names, [counts[n] for n in names], color="#dd8452")
+        ax.set_title(title)
+        ax.invert_yaxis()
+        _integer_ticks(ax.xaxis)
+
+
+def render_charts(out_dir: Path, report: Mapping[str, Any], rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
+                  traj_steps: Sequence[int]) -> list[Chart]:
+    """Draw every chart into `<out_dir>/charts/`."""
+    n_tasks = max(1, len(_mcq_rows(rows_by_task)))
+    width = max(8.0, 4.2 * n_tasks)
+    plan: list[tuple[str, str, Callable[[Any], None]]] = [
+        ("gold_positions", "Gold positions", lambda f: chart_positions(f, rows_by_task)),
+        ("option_lengths", "Gold vs distractor length", lambda f: chart_option_lengths(f, rows_by_task)),
+        ("baselines", "Model-free baselines vs chance", lambda f: chart_baselines(f, report.get("quality") or {})),
+        ("lengths", "Trajectory and context lengths", lambda f: chart_lengths(f, traj_steps, rows_by_task)),
+        ("reasons", "Drop and problem reasons", lambda f: chart_reasons(f, report)),
+    ]
+    charts = []
+    for name, title, draw in plan:
+        fig = _figure(width if name in {"gold_positions", "option_lengths", "baselines"} else 10.0)
+        draw(fig)
+        _save(fig, out_dir / "charts" / f"{name}.png")
+        charts.append(Chart(f"charts/{name}.png", title))
+    return charts
+
+
+def _table(rows: Sequence[Sequence[Any]], head: Sequence[str]) -> str:
+    esc = html.escape
+    out = ["<table><tr>" + "".join(f"<th>{esc(str(h))}</th>" for h in head) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in r) + "</tr>" for r in rows]
+    return "\n".join(out) + "</table>"
+
+
+def _quality_rows(quality: Mapping[str, Any]) -> list[list[Any]]:
+    rows = []
+    for task, e in (quality.get("tasks") or {}).items():
+        if "baselines" not in e:
+            rows.append([task, e["items"], "-", "-", "-", "-", "completion (no baselines)"])
+            continue
+        accs = ", ".join(f"{b} {v:.1%}" for b, v in e["baselines"].items())
+        state = ("FLAGGED: " + e["why"]) if e["flagged"] else "ok"
+        if e["flagged"] and e.get("override"):
+            state += f" (overridden: {e['override']})"
+        rows.append([task, e["n_items"], f"{e['chance']:.1%}", accs,
+                     f"{e['position_chi2']:.2f} / {e['position_dof']} / p={e['position_p']:.3g}",
+                     ", ".join(f"{k}={v}" for k, v in e["findings"].items()) or "-", state])
+    return rows
+
+
+_CSS = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
+        "img{max-width:100%;border:1px solid #eee;margin:.5em 0}")
+
+
+def render_html(report: Mapping[str, Any], charts: Sequence[Chart]) -> str:
+    """The report page (all data text escaped)."""
+    esc = html.escape
+    title = f"aptforge build report: {report.get('scenario', '?')} {report.get('version', '?')}"
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>",
+             f"<p>generator <b>{esc(str(report.get('generator', '?')))}</b>, seed {esc(str(report.get('seed', '')))}, "
+             f"config {esc(str(report.get('config_hash', '')))}</p>",
+             "<h2>Counts</h2>", _table(list((report.get("counts") or {}).items()), ["what", "count"]),
+             "<h2>Quality by task</h2>",
+             _table(_quality_rows(report.get("quality") or {}),
+                    ["task", "items", "chance", "baselines", "position chi² / dof / p", "findings", "state"])]
+    for chart in charts:
+        parts.append(f"<h2>{esc(chart.title)}</h2><img src='{esc(chart.file)}' alt='{esc(chart.title)}'>")
+    parts.append("<h2>Dropped and problems</h2>")
+    parts.append(_table(list((report.get("dropped_by_reason") or {}).items()), ["dropped because", "trajectories"]))
+    parts.append(_table(list((report.get("problems_by_reason") or {}).items()), ["problem", "count"]))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def write_build_report(out_dir: str | Path, report: Mapping[str, Any],
+                       rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]], traj_steps: Sequence[int]) -> Path:
+    """Write `report.html` and `charts/*.png` into the build output folder; returns the HTML path."""
+    out = Path(out_dir)
+    charts = render_charts(out, report, rows_by_task, traj_steps)
+    target = out / "report.html"
+    write_text(target, render_html(report, charts))
+    return target
+
+
+def markdown_summary(report: Mapping[str, Any], html_path: str | Path) -> str:
+    """The Prefect artifact: per-task quality as a Markdown table and where the full report is."""
+    lines = [f"# aptforge build {report.get('scenario')} {report.get('version')}", "",
+             "| task | items | chance | baselines | position chi² (p) | state |", "|---|---|---|---|---|---|"]
+    for row in _quality_rows(report.get("quality") or {}):
+        task, items, chance, accs, chi, _findings, state = (str(c).replace("|", "/") for c in row)
+        lines.append(f"| {task} | {items} | {chance} | {accs} | {chi} | {state} |")
+    lines += ["", f"Full report with charts: `{Path(html_path).resolve()}`"]
+    return "\n".join(lines) + "\n"
+
+
+def attach_report_artifact(report: Mapping[str, Any], html_path: str | Path) -> None:
+    """Attach the summary to the current Prefect flow run (call inside a flow run)."""
+    from prefect.artifacts import create_link_artifact, create_markdown_artifact
+
+    key = re.sub(r"[^a-z0-9-]+", "-", f"build-report-{report.get('scenario')}-{report.get('version')}".lower()).strip("-")
+    create_markdown_artifact(markdown=markdown_summary(report, html_path), key=key,
+                             description="aptforge build quality report (baselines, positions, findings)")
+    create_link_artifact(link=Path(html_path).resolve().as_uri(), link_text="report.html (with charts)",
+                         key=f"{key}-html", description="The full HTML build report in the output folder")

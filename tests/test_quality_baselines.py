@@ -1,0 +1,108 @@
+"""Model-free baselines, their bounds and the position statistic, on small literal inputs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from generators.audit import AuditRow, aptbench_row, audit_task, candidate_row, label_for_path, parse_choices
+from generators.baselines import (
+    Bounds,
+    Mcq,
+    bound_for,
+    centrality,
+    chi2_sf,
+    credit,
+    position_test,
+    task_baselines,
+)
+from schemas import Problem
+
+
+def test_ties_give_fractional_credit_so_a_rule_never_wins_by_position():
+    assert credit([3, 1, 3], 0) == pytest.approx(0.5)
+    assert credit([3, 1, 3], 1) == 0.0 and credit([1, 5, 2], 1) == 1.0
+
+
+def test_the_option_closest_to_all_others_is_the_most_central():
+    gold = "1. install torch\n2. install the package\n3. run the tests"
+    options = (gold.replace("2. install the package\n", ""), gold, gold + "\n4. delete the repository",
+               gold.replace("1. install torch\n2", "2"))
+    scores = centrality(options)
+    assert max(range(4), key=scores.__getitem__) == 1
+
+
+def test_each_baseline_finds_the_gold_its_rule_describes():
+    items = [Mcq(f"i{k}", ("aa", "bbbbbbbb", "c"), 1) for k in range(10)]
+    b = task_baselines(items)
+    assert b.accuracy["longest"] == 1.0 and b.accuracy["shortest"] == 0.0 and b.accuracy["position"] == 1.0
+    assert b.chance == pytest.approx(1 / 3) and b.positions == {"B": 10}
+    assert {"longest", "position"} <= set(b.exceeded)
+
+
+def test_the_no_context_baseline_learns_a_generator_fingerprint_from_other_folds():
+    rng = random.Random(4)
+    words = ["parser", "writer", "tests", "module", "script", "quote", "field", "split", "submit", "token"]
+    items = []
+    for k in range(200):
+        opts = [" ".join(rng.sample(words, 3)) for _ in range(4)]
+        gold = rng.randrange(4)
+        opts = [o if i == gold else o + "  " for i, o in enumerate(opts)]  # trailing spaces mark distractors
+        items.append(Mcq(f"t{k}", tuple(opts), gold))
+    fingerprinted = task_baselines(items)
+    assert fingerprinted.accuracy["no_context"] > 0.9 and "no_context" in fingerprinted.exceeded
+    clean = task_baselines([it._replace(options=tuple(o.rstrip() for o in it.options)) for it in items])
+    assert clean.accuracy["no_context"] < clean.bounds["no_context"]
+
+
+def test_the_bound_is_chance_plus_ten_points_from_100_items_and_wider_below():
+    assert bound_for("central", 0.25, 100 * 0.1875, 100, Bounds()) == pytest.approx(0.35)
+    small = bound_for("central", 0.25, 20 * 0.1875, 20, Bounds())
+    assert small == pytest.approx(0.25 + 2.326 * (20 * 0.1875) ** 0.5 / 20)
+    assert bound_for("central", 0.25, 1.0, 5, Bounds(fixed={"central": 0.3})) == 0.3
+
+
+def test_the_chi_square_survival_function_matches_table_values():
+    for x, dof in ((3.841, 1), (5.991, 2), (7.815, 3), (11.070, 5), (12.592, 6), (23.685, 14)):
+        assert chi2_sf(x, dof) == pytest.approx(0.05, abs=2e-4)
+    assert chi2_sf(0.0, 3) == 1.0
+
+
+def test_skewed_gold_positions_give_a_large_chi_square_and_balanced_ones_zero():
+    balanced = [Mcq(str(k), ("a", "b", "c", "d"), k % 4) for k in range(40)]
+    skewed = [Mcq(str(k), ("a", "b", "c", "d"), 3 if k % 2 else k % 4) for k in range(40)]
+    assert position_test(balanced).statistic == 0.0 and position_test(balanced).dof == 3
+    t = position_test(skewed)
+    assert t.statistic == pytest.approx(20.0) and t.p_value < 1e-3  # counts 10, 0, 10, 20 against 10 each
+
+
+def test_choices_split_on_newlines_or_on_single_spaces_when_bodies_hold_newlines():
+    assert parse_choices("(A) foo\n(B) bar baz\n(C) \nqux") == ("foo", "bar baz", "\nqux")
+    env = "(A) 1. a\n2. b (B) 1. a\n2. c\n3. d (C) 2. b"
+    assert parse_choices(env, " ") == ("1. a\n2. b", "1. a\n2. c\n3. d", "2. b")
+    assert parse_choices(env) == parse_choices(env, " ")
+    assert parse_choices("no options here") == ()
+
+
+def test_an_answer_letter_beyond_the_options_is_a_problem_naming_the_line():
+    row = {"uuid": "u", "issue_statement": "bug", "choices": "(A) x\n(B) y", "answer": "D"}
+    p = aptbench_row(row, "f.jsonl:9", "issue_fix/locate")
+    assert isinstance(p, Problem) and (p.where, p.reason) == ("f.jsonl:9", "answer_not_in_options")
+    ok = aptbench_row({**row, "answer": "B"}, "f.jsonl:10", "issue_fix/locate")
+    assert isinstance(ok, AuditRow) and ok.gold_index == 1 and ok.context == "bug"
+
+
+def test_candidate_rows_use_options_and_gold_index_and_only_aptbench_fields_as_context():
+    row = {"scenario": "swe_issue_fix", "task": "plan", "uuid": "u", "trajs": "[ctx]", "choices": "(A) a\n(B) b",
+           "answer": "B", "options": ["a", "b"], "gold_index": 1, "gold": "b", "source_file": "/secret/path"}
+    r = candidate_row(row, "c.parquet:1")
+    assert isinstance(r, AuditRow) and r.task == "swe_issue_fix/plan" and r.context == "[ctx]"
+    assert label_for_path("/x/aptbench-reference/env_setup/error/input_data.jsonl")[0] == "env_setup/error"
+    assert label_for_path("/x/deepresearch/plan_zh/input_data.jsonl")[1].n_options == 6
+
+
+def test_duplicate_rows_are_reported_once_per_copy():
+    rows = [AuditRow("t", f"f:{k}", "completion", (), None, "same context", "same-key") for k in range(3)]
+    audit = audit_task("t", rows)
+    assert audit.findings == {"duplicate_row": 2} and audit.baselines is None and audit.items == 3

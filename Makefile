@@ -5,12 +5,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 GENERATOR ?= offline
 CONFIG_SWE ?= configs/swe.yaml
+CONFIG_ENVSETUP ?= configs/envsetup.yaml
+CONFIG_DR ?= configs/dr.yaml
+REVIEW_PORT ?= 8765
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_LOGGING_LEVEL ?= WARNING
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup build-swe publish-swe test lint bench clean
+.PHONY: setup build-swe build-envsetup build-dr golden review publish-swe serve test lint bench clean
 
 setup: $(STAMP)
 
@@ -23,8 +26,23 @@ $(STAMP): pyproject.toml
 build-swe: setup
 	$(BIN)/aptforge build $(CONFIG_SWE) --generator $(GENERATOR)
 
+build-envsetup: setup
+	$(BIN)/aptforge build $(CONFIG_ENVSETUP) --generator $(GENERATOR)
+
+build-dr: setup
+	$(BIN)/aptforge build $(CONFIG_DR) --generator $(GENERATOR)
+
+golden: setup  # regenerate tests/golden/<name>.jsonl from extractors/samples/<name>/ (all, or NAME=<name>); review the diff
+	$(BIN)/python -m tests.golden_support $(NAME)
+
+review: setup  # after `make build-swe`: serve the SWE review queue on 127.0.0.1:$(REVIEW_PORT)
+	$(BIN)/aptforge review --config $(CONFIG_SWE) --host 127.0.0.1 --port $(REVIEW_PORT)
+
 publish-swe: setup
 	$(BIN)/aptforge publish $(CONFIG_SWE) $(PUBLISH_FLAGS)
+
+serve: setup
+	$(BIN)/aptforge serve --configs configs
 
 test: setup
 	$(BIN)/python -m pytest
@@ -32,6 +50,9 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+bench: setup  # benchmarks print ratios against a baseline measured in the same run
+	$(BIN)/python bench/run.py
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

@@ -135,8 +135,13 @@ def _one_task(task: str, units: Mapping[tuple[str, str], Mapping[str, str]]) -> 
     modal = max(sizes, key=lambda s: (sizes[s], s)) if sizes else 0
     fleiss_units = [Counter(u.values()) for u in rated if len(u) == modal]
     return TaskAgreement(
-        task=task, items=len(rated), reviewers=len(reviewers), ratings=sum(len(u) for u in rated),
-        percent_agreement=percent, cohen_kappa=mean(kappas) if kappas else None,
-        fleiss_kappa=fleiss_kappa(fleiss_units) if len(fleiss_units) >= 2 else None, fleiss_items=len(fleiss_units),
+        task=task,
+        items=len(rated),
+        reviewers=len(reviewers),
+        ratings=sum(len(u) for u in rated),
+        percent_agreement=percent,
+        cohen_kappa=mean(kappas) if kappas else None,
+        fleiss_kappa=fleiss_kappa(fleiss_units) if len(fleiss_units) >= 2 else None,
+        fleiss_items=len(fleiss_units),
         krippendorff_alpha=krippendorff_alpha([list(u.values()) for u in rated]) if len(rated) >= 2 else None,
     )

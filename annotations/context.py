@@ -23,10 +23,27 @@ STEP_PREVIEW_CHARS = 100
 #: How many of the last steps are shown open (the context right before the gold matters most).
 OPEN_LAST_STEPS = 3
 
-_HIDDEN_KEYS = frozenset({"role", "agent", "message_type", "tool_call_ids", "is_demo", "type", "cache_control"})
-_CODE_KEYS = frozenset({"observation", "action", "command", "execution", "tool_calls", "patch", "diff", "cmd",
-                        "output", "state", "args"})
-_STEP_KEYS = frozenset({"role", "content", "planning", "observation", "thought", "action", "plan", "execution"})
+_HIDDEN_KEYS = frozenset(
+    {"role", "agent", "message_type", "tool_call_ids", "is_demo", "type", "cache_control"}
+)
+_CODE_KEYS = frozenset(
+    {
+        "observation",
+        "action",
+        "command",
+        "execution",
+        "tool_calls",
+        "patch",
+        "diff",
+        "cmd",
+        "output",
+        "state",
+        "args",
+    }
+)
+_STEP_KEYS = frozenset(
+    {"role", "content", "planning", "observation", "thought", "action", "plan", "execution"}
+)
 _FENCE = re.compile(r"```([\w.+-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 
 
@@ -103,8 +120,12 @@ def _flatten(value: Any) -> tuple[str, bool]:
 
 
 def _is_steps(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value) and any(
-        _STEP_KEYS & v.keys() for v in value)
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(v, dict) for v in value)
+        and any(_STEP_KEYS & v.keys() for v in value)
+    )
 
 
 def _step(index: int, raw: dict[str, Any], total: int) -> StepView:
@@ -117,7 +138,9 @@ def _step(index: int, raw: dict[str, Any], total: int) -> StepView:
         code = structured or key in _CODE_KEYS or (role == "tool" and key == "content")
         parts.append(Part(key, blocks_of(text, code)))
     title = f"{index}. {role}" if role else f"{index}. step"
-    first = next((line.strip() for p in parts for b in p.blocks for line in b.text.splitlines() if line.strip()), "")
+    first = next(
+        (line.strip() for p in parts for b in p.blocks for line in b.text.splitlines() if line.strip()), ""
+    )
     preview = first if len(first) <= STEP_PREVIEW_CHARS else first[: STEP_PREVIEW_CHARS - 1] + "…"
     return StepView(index, title, tuple(parts), index >= total - OPEN_LAST_STEPS, preview)
 

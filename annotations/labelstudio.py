@@ -46,8 +46,10 @@ def options_text(question: Question) -> str:
     """The options as `(A) ...` lines with the gold marked, or the gold answer of a completion item."""
     if question.form != "mcq":
         return f"GOLD ANSWER:\n{question.gold}"
-    return "\n".join(f"({LETTERS[i]}) {'[GOLD] ' if i == question.gold_index else ''}{opt}"
-                     for i, opt in enumerate(question.options))
+    return "\n".join(
+        f"({LETTERS[i]}) {'[GOLD] ' if i == question.gold_index else ''}{opt}"
+        for i, opt in enumerate(question.options)
+    )
 
 
 def export_tasks(queue: Queue, *, status: str = "pending", task: str | None = None) -> list[dict[str, Any]]:
@@ -58,12 +60,22 @@ def export_tasks(queue: Queue, *, status: str = "pending", task: str | None = No
         offset += len(rows)
         for row in rows:
             q = queue.get(row.item_id).question
-            tasks.append({"data": {
-                "item_id": row.item_id, "content_hash": row.content_hash, "scenario": row.scenario,
-                "task": row.task, "source": row.source, "form": q.form,
-                "title": f"{row.scenario} / {row.task} / {row.instance_id or row.item_id} ({row.source})",
-                "context": as_text(field_views(q.fields)), "options": options_text(q), "gold": q.gold,
-            }})
+            tasks.append(
+                {
+                    "data": {
+                        "item_id": row.item_id,
+                        "content_hash": row.content_hash,
+                        "scenario": row.scenario,
+                        "task": row.task,
+                        "source": row.source,
+                        "form": q.form,
+                        "title": f"{row.scenario} / {row.task} / {row.instance_id or row.item_id} ({row.source})",
+                        "context": as_text(field_views(q.fields)),
+                        "options": options_text(q),
+                        "gold": q.gold,
+                    }
+                }
+            )
     return tasks
 
 
@@ -95,8 +107,12 @@ def _tasks_with_lines(text: str, where: str) -> Iterator[tuple[int, Any] | Probl
     decoder = json.JSONDecoder()
     pos = len(text) - len(text.lstrip())
     if not text.startswith("[", pos):
-        yield Problem(where=f"{where}:1", stage=STAGE, reason="not_a_task_list",
-                      detail="a Label Studio JSON export is an array of tasks")
+        yield Problem(
+            where=f"{where}:1",
+            stage=STAGE,
+            reason="not_a_task_list",
+            detail="a Label Studio JSON export is an array of tasks",
+        )
         return
     pos += 1
     while True:
@@ -128,11 +144,15 @@ def _result_values(result: Any) -> dict[str, str]:
         if not isinstance(value, dict):
             continue
         picked = value.get("choices") or value.get("text") or []
-        values[str(r.get("from_name"))] = "\n".join(str(v) for v in picked) if isinstance(picked, list) else str(picked)
+        values[str(r.get("from_name"))] = (
+            "\n".join(str(v) for v in picked) if isinstance(picked, list) else str(picked)
+        )
     return values
 
 
-def read_export(path: str | Path, reviewers: Mapping[str, str] | None = None) -> Iterator[Annotation | Problem]:
+def read_export(
+    path: str | Path, reviewers: Mapping[str, str] | None = None
+) -> Iterator[Annotation | Problem]:
     """Every non-cancelled annotation of a Label Studio JSON export, or a Problem per bad task."""
     path, names = Path(path), reviewers or {}
     try:
@@ -148,17 +168,27 @@ def read_export(path: str | Path, reviewers: Mapping[str, str] | None = None) ->
         where = f"{path}:{line}"
         data = task.get("data") if isinstance(task, dict) else None
         if not isinstance(data, dict) or not data.get("item_id") or not data.get("content_hash"):
-            yield Problem(where=where, stage=STAGE, reason="not_an_aptforge_task",
-                          detail="task data lacks item_id / content_hash (was it exported by aptforge?)")
+            yield Problem(
+                where=where,
+                stage=STAGE,
+                reason="not_an_aptforge_task",
+                detail="task data lacks item_id / content_hash (was it exported by aptforge?)",
+            )
             continue
         for ann in task.get("annotations") or []:
             if not isinstance(ann, dict) or ann.get("was_cancelled"):
                 continue
             values = _result_values(ann.get("result"))
-            yield Annotation(where, str(data["item_id"]), str(data["content_hash"]),
-                             _reviewer(ann.get("completed_by"), names), values.get("decision", "").strip().lower(),
-                             values.get("note", "").strip(), values.get("corrected", "").strip(),
-                             ann.get("updated_at") or ann.get("created_at"))
+            yield Annotation(
+                where,
+                str(data["item_id"]),
+                str(data["content_hash"]),
+                _reviewer(ann.get("completed_by"), names),
+                values.get("decision", "").strip().lower(),
+                values.get("note", "").strip(),
+                values.get("corrected", "").strip(),
+                ann.get("updated_at") or ann.get("created_at"),
+            )
 
 
 def import_export(queue: Queue, path: str | Path, reviewers: Mapping[str, str] | None = None) -> ImportResult:
@@ -171,7 +201,9 @@ def import_export(queue: Queue, path: str | Path, reviewers: Mapping[str, str] |
         try:
             applied = _apply(queue, a)
         except Conflict as exc:
-            result.problems.append(Problem(where=a.where, stage=STAGE, reason="stale_content", detail=str(exc)))
+            result.problems.append(
+                Problem(where=a.where, stage=STAGE, reason="stale_content", detail=str(exc))
+            )
             continue
         except QueueError as exc:
             result.problems.append(Problem(where=a.where, stage=STAGE, reason=exc.reason, detail=str(exc)))
@@ -191,14 +223,26 @@ def _apply(queue: Queue, a: Annotation) -> bool:
         same = mine is not None and mine.decision == DECISION_ALIASES[a.decision] and mine.note == a.note
         if same and view.row.content_hash == a.content_hash:
             return False
-        queue.decide(a.item_id, a.reviewer, a.decision, expected_rev=None, seen_hash=a.content_hash, note=a.note,
-                     origin="labelstudio", at=a.at)
+        queue.decide(
+            a.item_id,
+            a.reviewer,
+            a.decision,
+            expected_rev=None,
+            seen_hash=a.content_hash,
+            note=a.note,
+            origin="labelstudio",
+            at=a.at,
+        )
         return True
     if a.decision != "edit":
-        raise QueueError("no_decision" if not a.decision else "bad_decision",
-                         f"annotation by {a.reviewer} has decision {a.decision!r}; expected accept, reject or edit")
+        raise QueueError(
+            "no_decision" if not a.decision else "bad_decision",
+            f"annotation by {a.reviewer} has decision {a.decision!r}; expected accept, reject or edit",
+        )
     if not a.corrected:
-        raise QueueError("edit_without_text", f"annotation by {a.reviewer} chose edit but left `corrected` empty")
+        raise QueueError(
+            "edit_without_text", f"annotation by {a.reviewer} chose edit but left `corrected` empty"
+        )
     base = queue.question_at(a.item_id, a.content_hash)
     if base is None:
         raise QueueError("unknown_version", f"item {a.item_id} never had content {a.content_hash}")
@@ -211,6 +255,14 @@ def _apply(queue: Queue, a: Annotation) -> bool:
     mine = view.review_by(a.reviewer)
     if mine and mine.decision == "edited" and view.row.content_hash == content_hash(edited):
         return False
-    queue.edit(a.item_id, a.reviewer, edited, expected_rev=None, seen_hash=a.content_hash, note=a.note,
-               origin="labelstudio", at=a.at)
+    queue.edit(
+        a.item_id,
+        a.reviewer,
+        edited,
+        expected_rev=None,
+        seen_hash=a.content_hash,
+        note=a.note,
+        origin="labelstudio",
+        at=a.at,
+    )
     return True

@@ -71,14 +71,28 @@ class Queue:
                 if status != row["status"]:
                     changed += 1
                     self._set(con, row, status=status)
-                    self._log(con, row["item_id"], "policy", who, f"reviews_per_item={n}", row["content_hash"],
-                              status, row["rev"] + 1, "config")
+                    self._log(
+                        con,
+                        row["item_id"],
+                        "policy",
+                        who,
+                        f"reviews_per_item={n}",
+                        row["content_hash"],
+                        status,
+                        row["rev"] + 1,
+                        "config",
+                    )
         return changed
 
     # -- enqueue ------------------------------------------------------------------------------------------
 
-    def enqueue(self, questions: Iterable[Question], batch: str, tasks: Iterable[str] | None = None,
-                origin: str = "build") -> EnqueueResult:
+    def enqueue(
+        self,
+        questions: Iterable[Question],
+        batch: str,
+        tasks: Iterable[str] | None = None,
+        origin: str = "build",
+    ) -> EnqueueResult:
         """Add or refresh built questions in one transaction.
 
         Unchanged built hash: the item (and any verdict or edit) is kept. Changed hash: a new version is
@@ -97,16 +111,36 @@ class Queue:
                         "INSERT INTO items (item_id, scenario, task, source, instance_id, built_hash, content_hash,"
                         " version, rev, status, batch, enqueued_at, updated_at)"
                         " VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, 'pending', ?, ?, ?)",
-                        (q.item_id, q.scenario, q.task, q.provenance.source_format, q.provenance.instance_id,
-                         h, h, batch, now, now))
+                        (
+                            q.item_id,
+                            q.scenario,
+                            q.task,
+                            q.provenance.source_format,
+                            q.provenance.instance_id,
+                            h,
+                            h,
+                            batch,
+                            now,
+                            now,
+                        ),
+                    )
                     self._add_version(con, q, 0, h, "build", origin, now, batch)
                     self._log(con, q.item_id, "enqueue", origin, batch, h, "pending", 0, origin)
                     counts["new"] += 1
                 elif row["built_hash"] == h:
                     if row["retired"]:
                         self._set(con, row, retired=0, batch=batch)
-                        self._log(con, q.item_id, "restore", origin, batch, row["content_hash"], row["status"],
-                                  row["rev"] + 1, origin)
+                        self._log(
+                            con,
+                            q.item_id,
+                            "restore",
+                            origin,
+                            batch,
+                            row["content_hash"],
+                            row["status"],
+                            row["rev"] + 1,
+                            origin,
+                        )
                         counts["restored"] += 1
                     else:
                         con.execute("UPDATE items SET batch = ? WHERE item_id = ?", (batch, q.item_id))
@@ -114,26 +148,67 @@ class Queue:
                 else:
                     version = self._next_version(con, q.item_id)
                     self._add_version(con, q, version, h, "build", origin, now, batch)
-                    self._set(con, row, built_hash=h, content_hash=h, version=version, status="pending",
-                              reviewer=None, decided_at=None, note="", seen_hash=None, retired=0, batch=batch)
-                    self._log(con, q.item_id, "requeue", origin, f"content changed {row['content_hash']} -> {h}",
-                              h, "pending", row["rev"] + 1, origin)
+                    self._set(
+                        con,
+                        row,
+                        built_hash=h,
+                        content_hash=h,
+                        version=version,
+                        status="pending",
+                        reviewer=None,
+                        decided_at=None,
+                        note="",
+                        seen_hash=None,
+                        retired=0,
+                        batch=batch,
+                    )
+                    self._log(
+                        con,
+                        q.item_id,
+                        "requeue",
+                        origin,
+                        f"content changed {row['content_hash']} -> {h}",
+                        h,
+                        "pending",
+                        row["rev"] + 1,
+                        origin,
+                    )
                     counts["requeued"] += 1
             ids = {q.item_id for q in qs}
             for scenario, task in sorted(scope):
-                for row in con.execute("SELECT * FROM items WHERE scenario = ? AND task = ? AND retired = 0",
-                                       (scenario, task)).fetchall():
+                for row in con.execute(
+                    "SELECT * FROM items WHERE scenario = ? AND task = ? AND retired = 0", (scenario, task)
+                ).fetchall():
                     if row["item_id"] not in ids:
                         self._set(con, row, retired=1)
-                        self._log(con, row["item_id"], "retire", origin, f"not in batch {batch}",
-                                  row["content_hash"], row["status"], row["rev"] + 1, origin)
+                        self._log(
+                            con,
+                            row["item_id"],
+                            "retire",
+                            origin,
+                            f"not in batch {batch}",
+                            row["content_hash"],
+                            row["status"],
+                            row["rev"] + 1,
+                            origin,
+                        )
                         counts["retired"] += 1
         return EnqueueResult(**counts)
 
     # -- decisions ----------------------------------------------------------------------------------------
 
-    def decide(self, item_id: str, reviewer: str, decision: str, *, expected_rev: int | None,
-               note: str = "", seen_hash: str | None = None, origin: str = "app", at: str | None = None) -> ItemRow:
+    def decide(
+        self,
+        item_id: str,
+        reviewer: str,
+        decision: str,
+        *,
+        expected_rev: int | None,
+        note: str = "",
+        seen_hash: str | None = None,
+        origin: str = "app",
+        at: str | None = None,
+    ) -> ItemRow:
         """Record `reviewer`'s accept or reject of the item's current content.
 
         Args:
@@ -156,10 +231,22 @@ class Queue:
         with store.opened(self.path) as con, store.transaction(con):
             row = self._check(con, item_id, expected_rev, seen_hash)
             action = "accept" if kind == "accepted" else "reject"
-            return self._review(con, row, reviewer, kind, note, origin, at or self._now(), row["content_hash"], action)
+            return self._review(
+                con, row, reviewer, kind, note, origin, at or self._now(), row["content_hash"], action
+            )
 
-    def edit(self, item_id: str, reviewer: str, question: Question, *, expected_rev: int | None,
-             note: str = "", seen_hash: str | None = None, origin: str = "app", at: str | None = None) -> ItemRow:
+    def edit(
+        self,
+        item_id: str,
+        reviewer: str,
+        question: Question,
+        *,
+        expected_rev: int | None,
+        note: str = "",
+        seen_hash: str | None = None,
+        origin: str = "app",
+        at: str | None = None,
+    ) -> ItemRow:
         """Store `question` as a new version written by `reviewer` (who thereby approves it).
 
         The original and every earlier version stay in `versions`; reviews of earlier content stay in the
@@ -171,10 +258,14 @@ class Queue:
             current = self._question(con, item_id, row["version"])
             same = ("item_id", "scenario", "task", "form", "trajectory_id", "step_index")
             if any(getattr(question, f) != getattr(current, f) for f in same):
-                raise QueueError("edit_changes_identity", f"an edit may change content only, not {', '.join(same)}")
+                raise QueueError(
+                    "edit_changes_identity", f"an edit may change content only, not {', '.join(same)}"
+                )
             h = content_hash(question)
             if h == row["content_hash"]:
-                raise QueueError("edit_changes_nothing", "the edited item is identical to the current version")
+                raise QueueError(
+                    "edit_changes_nothing", "the edited item is identical to the current version"
+                )
             when = at or self._now()
             version = self._next_version(con, item_id)
             self._add_version(con, question, version, h, "edit", reviewer, when, note)
@@ -188,29 +279,53 @@ class Queue:
         with store.opened(self.path) as con:
             row = self._row(con, item_id)
             versions = tuple(
-                VersionRow(v["version"], v["content_hash"], v["kind"], v["author"], v["at"], v["note"],
-                           Question.model_validate_json(v["question"]))
-                for v in con.execute("SELECT * FROM versions WHERE item_id = ? ORDER BY version", (item_id,)))
+                VersionRow(
+                    v["version"],
+                    v["content_hash"],
+                    v["kind"],
+                    v["author"],
+                    v["at"],
+                    v["note"],
+                    Question.model_validate_json(v["question"]),
+                )
+                for v in con.execute("SELECT * FROM versions WHERE item_id = ? ORDER BY version", (item_id,))
+            )
             question = next(v.question for v in versions if v.version == row["version"])
-            reviews = tuple(self._reviews(con, "r.item_id = ? AND r.content_hash = ?", (item_id, row["content_hash"])))
+            reviews = tuple(
+                self._reviews(con, "r.item_id = ? AND r.content_hash = ?", (item_id, row["content_hash"]))
+            )
             log = tuple(self.log(item_id, con=con))
             return ItemView(self._item_row(con, row), question, reviews, versions, log)
 
     def question_at(self, item_id: str, content_hash_: str) -> Question | None:
         """The stored version of an item with this content hash (any version, current or not)."""
         with store.opened(self.path) as con:
-            row = con.execute("SELECT question FROM versions WHERE item_id = ? AND content_hash = ?"
-                              " ORDER BY version DESC LIMIT 1", (item_id, content_hash_)).fetchone()
+            row = con.execute(
+                "SELECT question FROM versions WHERE item_id = ? AND content_hash = ?"
+                " ORDER BY version DESC LIMIT 1",
+                (item_id, content_hash_),
+            ).fetchone()
         return None if row is None else Question.model_validate_json(row[0])
 
-    def items(self, *, task: str | None = None, status: str | None = None, source: str | None = None,
-              scenario: str | None = None, unreviewed_by: str | None = None, include_retired: bool = False,
-              limit: int = 100, offset: int = 0) -> list[ItemRow]:
+    def items(
+        self,
+        *,
+        task: str | None = None,
+        status: str | None = None,
+        source: str | None = None,
+        scenario: str | None = None,
+        unreviewed_by: str | None = None,
+        include_retired: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[ItemRow]:
         """Items matching the filters, ordered by task then id (stable pages)."""
         where, args = self._filters(task, status, source, scenario, unreviewed_by, include_retired)
         with store.opened(self.path) as con:
-            rows = con.execute(f"SELECT * FROM items WHERE {where} ORDER BY task, item_id LIMIT ? OFFSET ?",
-                               (*args, limit, offset)).fetchall()
+            rows = con.execute(
+                f"SELECT * FROM items WHERE {where} ORDER BY task, item_id LIMIT ? OFFSET ?",
+                (*args, limit, offset),
+            ).fetchall()
             return [self._item_row(con, r) for r in rows]
 
     def count(self, **filters: object) -> int:
@@ -229,8 +344,12 @@ class Queue:
         out: dict[str, dict[str, int]] = {}
         with store.opened(self.path) as con:
             for col in ("task", "status", "source", "scenario"):
-                out[col] = {r[0]: r[1] for r in con.execute(
-                    f"SELECT {col}, COUNT(*) FROM items WHERE retired = 0 GROUP BY {col} ORDER BY {col}")}
+                out[col] = {
+                    r[0]: r[1]
+                    for r in con.execute(
+                        f"SELECT {col}, COUNT(*) FROM items WHERE retired = 0 GROUP BY {col} ORDER BY {col}"
+                    )
+                }
         return out
 
     def reviews(self, task: str | None = None) -> list[Review]:
@@ -253,75 +372,139 @@ class Queue:
     def verdicts(self) -> list[Verdict]:
         """The current verdict of every decided active item (what publish checks hashes against)."""
         with store.opened(self.path) as con:
-            rows = con.execute("SELECT * FROM items WHERE retired = 0 AND status != 'pending' ORDER BY item_id")
-            return [Verdict(item_id=r["item_id"], content_hash=r["content_hash"], status=r["status"],
-                            reviewer=r["reviewer"] or "", at=datetime.fromisoformat(r["decided_at"]), note=r["note"])
-                    for r in rows]
+            rows = con.execute(
+                "SELECT * FROM items WHERE retired = 0 AND status != 'pending' ORDER BY item_id"
+            )
+            return [
+                Verdict(
+                    item_id=r["item_id"],
+                    content_hash=r["content_hash"],
+                    status=r["status"],
+                    reviewer=r["reviewer"] or "",
+                    at=datetime.fromisoformat(r["decided_at"]),
+                    note=r["note"],
+                )
+                for r in rows
+            ]
 
     def verified(self) -> list[Item]:
         """Accepted or edited active items with the content reviewers approved."""
         with store.opened(self.path) as con:
-            rows = con.execute("SELECT * FROM items WHERE retired = 0 AND status IN ('accepted', 'edited')"
-                               " ORDER BY task, item_id").fetchall()
-            return [Item(question=self._question(con, r["item_id"], r["version"]), content_hash=r["content_hash"],
-                         status=r["status"]) for r in rows]
+            rows = con.execute(
+                "SELECT * FROM items WHERE retired = 0 AND status IN ('accepted', 'edited')"
+                " ORDER BY task, item_id"
+            ).fetchall()
+            return [
+                Item(
+                    question=self._question(con, r["item_id"], r["version"]),
+                    content_hash=r["content_hash"],
+                    status=r["status"],
+                )
+                for r in rows
+            ]
 
     # -- internals ----------------------------------------------------------------------------------------
 
-    def _check(self, con: sqlite3.Connection, item_id: str, expected_rev: int | None,
-               seen_hash: str | None) -> sqlite3.Row:
+    def _check(
+        self, con: sqlite3.Connection, item_id: str, expected_rev: int | None, seen_hash: str | None
+    ) -> sqlite3.Row:
         row = self._row(con, item_id)
         if expected_rev is None and seen_hash is None:
             raise QueueError("no_version", "a decision must name the revision or content hash it was made on")
         stale_rev = expected_rev is not None and row["rev"] != expected_rev
         if stale_rev or (seen_hash is not None and seen_hash != row["content_hash"]):
-            last = con.execute("SELECT * FROM log WHERE item_id = ? ORDER BY seq DESC LIMIT 1", (item_id,)).fetchone()
+            last = con.execute(
+                "SELECT * FROM log WHERE item_id = ? ORDER BY seq DESC LIMIT 1", (item_id,)
+            ).fetchone()
             raise Conflict(item_id, expected_rev, row["rev"], last["reviewer"], last["action"], last["at"])
         if row["retired"]:
-            raise QueueError("retired_item", f"item {item_id} is no longer built (retired); it cannot be decided")
+            raise QueueError(
+                "retired_item", f"item {item_id} is no longer built (retired); it cannot be decided"
+            )
         return row
 
-    def _review(self, con: sqlite3.Connection, row: sqlite3.Row, reviewer: str, kind: str, note: str,
-                origin: str, at: str, h: str, action: str) -> ItemRow:
-        con.execute("INSERT OR REPLACE INTO reviews (item_id, content_hash, reviewer, decision, note, at, origin)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)", (row["item_id"], h, reviewer, kind, note, at, origin))
+    def _review(
+        self,
+        con: sqlite3.Connection,
+        row: sqlite3.Row,
+        reviewer: str,
+        kind: str,
+        note: str,
+        origin: str,
+        at: str,
+        h: str,
+        action: str,
+    ) -> ItemRow:
+        con.execute(
+            "INSERT OR REPLACE INTO reviews (item_id, content_hash, reviewer, decision, note, at, origin)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (row["item_id"], h, reviewer, kind, note, at, origin),
+        )
         status = self._resolve(con, row["item_id"], h, self._required(con))
         new = self._set(con, row, status=status, reviewer=reviewer, decided_at=at, note=note, seen_hash=h)
         self._log(con, row["item_id"], action, reviewer, note, h, status, new["rev"], origin)
         return self._item_row(con, new)
 
     def _resolve(self, con: sqlite3.Connection, item_id: str, h: str, required: int) -> Status:
-        decisions = [r[0] for r in con.execute(
-            "SELECT decision FROM reviews WHERE item_id = ? AND content_hash = ?", (item_id, h))]
+        decisions = [
+            r[0]
+            for r in con.execute(
+                "SELECT decision FROM reviews WHERE item_id = ? AND content_hash = ?", (item_id, h)
+            )
+        ]
         return resolve_status(decisions, required)
 
     def _set(self, con: sqlite3.Connection, row: sqlite3.Row, **changes: object) -> sqlite3.Row:
         """Compare-and-set: apply `changes`, bump `rev`, and fail loudly if someone else bumped it first."""
         cols = ", ".join(f"{k} = ?" for k in changes)
-        cur = con.execute(f"UPDATE items SET {cols}, rev = rev + 1, updated_at = ? WHERE item_id = ? AND rev = ?",
-                          (*changes.values(), self._now(), row["item_id"], row["rev"]))
+        cur = con.execute(
+            f"UPDATE items SET {cols}, rev = rev + 1, updated_at = ? WHERE item_id = ? AND rev = ?",
+            (*changes.values(), self._now(), row["item_id"], row["rev"]),
+        )
         if cur.rowcount != 1:  # cannot happen under BEGIN IMMEDIATE; kept as the lock's last line of defence
             raise Conflict(row["item_id"], row["rev"], -1, "", "concurrent write", self._now())
         return self._row(con, row["item_id"])
 
-    def _log(self, con: sqlite3.Connection, item_id: str, action: str, who: str, note: str, h: str,
-             status: str, rev: int, origin: str) -> None:
-        con.execute("INSERT INTO log (at, item_id, action, reviewer, note, content_hash, status, rev, origin)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (self._now(), item_id, action, who, note, h, status, rev, origin))
+    def _log(
+        self,
+        con: sqlite3.Connection,
+        item_id: str,
+        action: str,
+        who: str,
+        note: str,
+        h: str,
+        status: str,
+        rev: int,
+        origin: str,
+    ) -> None:
+        con.execute(
+            "INSERT INTO log (at, item_id, action, reviewer, note, content_hash, status, rev, origin)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (self._now(), item_id, action, who, note, h, status, rev, origin),
+        )
 
     @staticmethod
-    def _add_version(con: sqlite3.Connection, q: Question, version: int, h: str, kind: str, author: str,
-                     at: str, note: str) -> None:
-        con.execute("INSERT INTO versions (item_id, version, content_hash, kind, author, at, note, question)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (q.item_id, version, h, kind, author, at, note, q.model_dump_json()))
+    def _add_version(
+        con: sqlite3.Connection, q: Question, version: int, h: str, kind: str, author: str, at: str, note: str
+    ) -> None:
+        con.execute(
+            "INSERT INTO versions (item_id, version, content_hash, kind, author, at, note, question)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (q.item_id, version, h, kind, author, at, note, q.model_dump_json()),
+        )
 
     @staticmethod
     def _next_version(con: sqlite3.Connection, item_id: str) -> int:
-        return int(con.execute("SELECT MAX(version) FROM versions WHERE item_id = ?", (item_id,)).fetchone()[0]) + 1
+        return (
+            int(con.execute("SELECT MAX(version) FROM versions WHERE item_id = ?", (item_id,)).fetchone()[0])
+            + 1
+        )
 
     @staticmethod
     def _question(con: sqlite3.Connection, item_id: str, version: int) -> Question:
-        text = con.execute("SELECT question FROM versions WHERE item_id = ? AND version = ?", (item_id, version)).fetchone()
+        text = con.execute(
+            "SELECT question FROM versions WHERE item_id = ? AND version = ?", (item_id, version)
+        ).fetchone()
         return Question.model_validate_json(text[0])
 
     @staticmethod
@@ -336,30 +519,56 @@ class Queue:
         return row
 
     def _item_row(self, con: sqlite3.Connection, r: sqlite3.Row) -> ItemRow:
-        n = con.execute("SELECT COUNT(*) FROM reviews WHERE item_id = ? AND content_hash = ?",
-                        (r["item_id"], r["content_hash"])).fetchone()[0]
-        return ItemRow(r["item_id"], r["scenario"], r["task"], r["source"], r["instance_id"], r["status"],
-                       r["content_hash"], r["built_hash"], r["version"], r["rev"], r["reviewer"], r["decided_at"],
-                       r["note"], bool(r["retired"]), int(n), self._required(con))
+        n = con.execute(
+            "SELECT COUNT(*) FROM reviews WHERE item_id = ? AND content_hash = ?",
+            (r["item_id"], r["content_hash"]),
+        ).fetchone()[0]
+        return ItemRow(
+            r["item_id"],
+            r["scenario"],
+            r["task"],
+            r["source"],
+            r["instance_id"],
+            r["status"],
+            r["content_hash"],
+            r["built_hash"],
+            r["version"],
+            r["rev"],
+            r["reviewer"],
+            r["decided_at"],
+            r["note"],
+            bool(r["retired"]),
+            int(n),
+            self._required(con),
+        )
 
     @staticmethod
     def _reviews(con: sqlite3.Connection, cond: str, args: tuple[object, ...]) -> Iterator[Review]:
-        sql = ("SELECT r.item_id, i.task, r.content_hash, r.reviewer, r.decision, r.note, r.at, r.origin"
-               f" FROM reviews r JOIN items i ON i.item_id = r.item_id WHERE {cond} ORDER BY r.item_id, r.reviewer")
+        sql = (
+            "SELECT r.item_id, i.task, r.content_hash, r.reviewer, r.decision, r.note, r.at, r.origin"
+            f" FROM reviews r JOIN items i ON i.item_id = r.item_id WHERE {cond} ORDER BY r.item_id, r.reviewer"
+        )
         for r in con.execute(sql, args):
             yield Review(*r)
 
     @staticmethod
-    def _filters(task: str | None = None, status: str | None = None, source: str | None = None,
-                 scenario: str | None = None, unreviewed_by: str | None = None,
-                 include_retired: bool = False) -> tuple[str, tuple[object, ...]]:
+    def _filters(
+        task: str | None = None,
+        status: str | None = None,
+        source: str | None = None,
+        scenario: str | None = None,
+        unreviewed_by: str | None = None,
+        include_retired: bool = False,
+    ) -> tuple[str, tuple[object, ...]]:
         where, args = ["1 = 1" if include_retired else "retired = 0"], []
         for col, value in (("task", task), ("status", status), ("source", source), ("scenario", scenario)):
             if value:
                 where.append(f"{col} = ?")
                 args.append(value)
         if unreviewed_by:
-            where.append("NOT EXISTS (SELECT 1 FROM reviews r WHERE r.item_id = items.item_id"
-                         " AND r.content_hash = items.content_hash AND r.reviewer = ?)")
+            where.append(
+                "NOT EXISTS (SELECT 1 FROM reviews r WHERE r.item_id = items.item_id"
+                " AND r.content_hash = items.content_hash AND r.reviewer = ?)"
+            )
             args.append(unreviewed_by)
         return " AND ".join(where), tuple(args)

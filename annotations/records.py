@@ -34,7 +34,9 @@ class QueueError(ValueError):
 class Conflict(QueueError):
     """The item changed since the reviewer loaded it: their decision was not saved (no lost update)."""
 
-    def __init__(self, item_id: str, expected_rev: int | None, current_rev: int, by: str, action: str, at: str) -> None:
+    def __init__(
+        self, item_id: str, expected_rev: int | None, current_rev: int, by: str, action: str, at: str
+    ) -> None:
         self.item_id, self.expected_rev, self.current_rev = item_id, expected_rev, current_rev
         self.by, self.action, self.at = by, action, at
         seen = f"revision {expected_rev}" if expected_rev is not None else "the exported content"
@@ -144,5 +146,10 @@ class EnqueueResult:
 
     def as_dict(self) -> dict[str, int]:
         """Counts for the build report."""
-        return {"new": self.new, "unchanged": self.unchanged, "requeued": self.requeued,
-                "restored": self.restored, "retired": self.retired}
+        return {
+            "new": self.new,
+            "unchanged": self.unchanged,
+            "requeued": self.requeued,
+            "restored": self.restored,
+            "retired": self.retired,
+        }

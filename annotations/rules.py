@@ -30,8 +30,14 @@ def resolve_status(decisions: Sequence[str], required: int) -> Status:
     return "rejected" if rejected > kept else "pending"
 
 
-def revised(question: Question, reviewer: str, *, options: Sequence[str] | None = None,
-            gold_index: int | None = None, gold: str | None = None) -> Question:
+def revised(
+    question: Question,
+    reviewer: str,
+    *,
+    options: Sequence[str] | None = None,
+    gold_index: int | None = None,
+    gold: str | None = None,
+) -> Question:
     """A reviewer's corrected copy of `question`: new option texts and gold position (MCQ) or gold (completion).
 
     Unchanged distractors keep their origin; rewritten ones get origin `edit:<reviewer>`.
@@ -44,12 +50,22 @@ def revised(question: Question, reviewer: str, *, options: Sequence[str] | None 
         opts = [o.strip() for o in (options if options is not None else question.options)]
         idx = question.gold_index if gold_index is None else gold_index
         if len(opts) != len(question.options) or any(not o for o in opts) or len(set(opts)) != len(opts):
-            raise QueueError("bad_edit", f"an MCQ edit needs {len(question.options)} distinct, non-empty options")
+            raise QueueError(
+                "bad_edit", f"an MCQ edit needs {len(question.options)} distinct, non-empty options"
+            )
         if idx is None or not 0 <= idx < len(opts):
             raise QueueError("bad_edit", f"gold position {idx} is not one of the {len(opts)} options")
         origins = {d.text: d.origin for d in question.distractors}
-        data.update(options=tuple(opts), gold_index=idx, gold=opts[idx], distractors=tuple(
-            {"text": o, "origin": origins.get(o, f"edit:{reviewer}")} for i, o in enumerate(opts) if i != idx))
+        data.update(
+            options=tuple(opts),
+            gold_index=idx,
+            gold=opts[idx],
+            distractors=tuple(
+                {"text": o, "origin": origins.get(o, f"edit:{reviewer}")}
+                for i, o in enumerate(opts)
+                if i != idx
+            ),
+        )
     else:
         text = (gold if gold is not None else question.gold).strip()
         if not text:

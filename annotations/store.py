@@ -101,7 +101,9 @@ def initialise(path: Path) -> None:
             raise sqlite3.OperationalError(f"{path}: cannot switch the review queue to WAL (got {mode})")
         con.executescript(DDL)
         with transaction(con):
-            con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            con.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
             con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('reviews_per_item', '1')")
     finally:
         con.close()

@@ -48,7 +48,9 @@ def difflib_centrality(options: list[str]) -> list[float]:
     sims = [[1.0] * n for _ in range(n)]
     for i in range(n):
         for j in range(i + 1, n):
-            sims[i][j] = sims[j][i] = difflib.SequenceMatcher(None, texts[i], texts[j], autojunk=False).ratio()
+            sims[i][j] = sims[j][i] = difflib.SequenceMatcher(
+                None, texts[i], texts[j], autojunk=False
+            ).ratio()
     return [(sum(row) - 1.0) / (n - 1) for row in sims]
 
 
@@ -72,8 +74,11 @@ def reference_items() -> list[tuple[list[str], int]]:
 def synthetic_items(n: int = 200) -> list[tuple[list[str], int]]:
     """Locate-like items: a window of a generated file and three shifted windows of the same length."""
     rng = random.Random(SEED)
-    words = [f"{a}{b}" for a in ("value", "index", "parser", "result", "token", "field", "buffer", "count")
-             for b in ("", "_a", "_b", "_len", "_max", "_tmp", "_ok", "_out")]
+    words = [
+        f"{a}{b}"
+        for a in ("value", "index", "parser", "result", "token", "field", "buffer", "count")
+        for b in ("", "_a", "_b", "_len", "_max", "_tmp", "_ok", "_out")
+    ]
     items = []
     for _ in range(n):
         lines = [f"    {rng.choice(words)} = {rng.choice(words)}({rng.randint(0, 99)})" for _ in range(400)]
@@ -97,8 +102,10 @@ def run(items: list[tuple[list[str], int]], repeat: int) -> int:
         fast = [centrality(o) for o, _ in items]
     t_fast = (time.perf_counter() - t0) / repeat
     ratio = t_difflib / t_fast if t_fast else float("inf")
-    same = sum(max(range(len(a)), key=a.__getitem__) == max(range(len(b)), key=b.__getitem__)
-               for a, b in zip(slow, fast, strict=True)) / len(items)
+    same = sum(
+        max(range(len(a)), key=a.__getitem__) == max(range(len(b)), key=b.__getitem__)
+        for a, b in zip(slow, fast, strict=True)
+    ) / len(items)
     acc_slow = sum(credit(s, g) for s, (_, g) in zip(slow, items, strict=True)) / len(items)
     acc_fast = sum(credit(s, g) for s, (_, g) in zip(fast, items, strict=True)) / len(items)
     chars = sum(len(o) for opts, _ in items for o in opts)
@@ -106,19 +113,42 @@ def run(items: list[tuple[list[str], int]], repeat: int) -> int:
     print(f"difflib (baseline): {t_difflib:.3f} s   central accuracy {acc_slow:.1%}")
     print(f"rapidfuzz (ours):   {t_fast:.3f} s   central accuracy {acc_fast:.1%}")
     print(f"speed ratio: {ratio:.1f}x (goal >= {RATIO_GOAL:g}x); same pick on {same:.1%} of items")
+    RESULT.update(
+        items=len(items),
+        difflib_s=round(t_difflib, 4),
+        rapidfuzz_s=round(t_fast, 4),
+        speedup=round(ratio, 2),
+        goal=RATIO_GOAL,
+        same_pick=round(same, 4),
+    )
     return 0 if ratio >= RATIO_GOAL else 1
+
+
+#: The figures of the last `run`, for `--json-out`.
+RESULT: dict[str, float] = {}
 
 
 def main() -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--max-chars", type=int, default=20000,
-                        help="skip items whose options total more characters (difflib needs minutes on those)")
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        default=20000,
+        help="skip items whose options total more characters (difflib needs minutes on those)",
+    )
+    parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
     args = parser.parse_args()
     items = [it for it in reference_items() if sum(map(len, it[0])) <= args.max_chars]
-    print("input:", "APTBench reference (env_setup/error + issue_fix/locate)" if items else "synthetic locate-like")
-    return run(items or synthetic_items(), args.repeat)
+    print(
+        "input:",
+        "APTBench reference (env_setup/error + issue_fix/locate)" if items else "synthetic locate-like",
+    )
+    code = run(items or synthetic_items(), args.repeat)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(RESULT))
+    return code
 
 
 if __name__ == "__main__":

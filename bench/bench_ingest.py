@@ -32,9 +32,37 @@ RSS_LIMIT = GB
 RATIO_GOAL = 2.0
 SEED = 20261130
 
-_WORDS = ("the", "parser", "fails", "when", "input", "is", "empty", "and", "raises", "an", "index", "error",
-          "instead", "of", "returning", "none", "we", "should", "check", "length", "before", "indexing", "add",
-          "a", "regression", "test", "for", "this", "case")
+_WORDS = (
+    "the",
+    "parser",
+    "fails",
+    "when",
+    "input",
+    "is",
+    "empty",
+    "and",
+    "raises",
+    "an",
+    "index",
+    "error",
+    "instead",
+    "of",
+    "returning",
+    "none",
+    "we",
+    "should",
+    "check",
+    "length",
+    "before",
+    "indexing",
+    "add",
+    "a",
+    "regression",
+    "test",
+    "for",
+    "this",
+    "case",
+)
 
 
 def _text(rng: random.Random, n_words: int) -> str:
@@ -43,16 +71,32 @@ def _text(rng: random.Random, n_words: int) -> str:
 
 def _row(rng: random.Random, i: int) -> dict:
     repo = f"acme__pkg{i % 97}.{rng.getrandbits(32):08x}"
-    messages = [{"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
-                {"role": "user", "content": f"<uploaded_files>\n/testbed\n</uploaded_files>\n<pr_description>\n"
-                                            f"{_text(rng, 300)}\n</pr_description>"}]
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {
+            "role": "user",
+            "content": f"<uploaded_files>\n/testbed\n</uploaded_files>\n<pr_description>\n"
+            f"{_text(rng, 300)}\n</pr_description>",
+        },
+    ]
     for _ in range(14):
         command = f"grep -rn '{rng.choice(_WORDS)}' /testbed/src | head -n {rng.randint(5, 50)}"
-        messages.append({"role": "assistant", "content": f"{_text(rng, 40)}\n\n<function=bash>\n<parameter=command>"
-                                                         f"{command}</parameter>\n</function>"})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"{_text(rng, 40)}\n\n<function=bash>\n<parameter=command>"
+                f"{command}</parameter>\n</function>",
+            }
+        )
         messages.append({"role": "user", "content": "OBSERVATION:\n" + _text(rng, rng.randint(100, 700))})
-    return {"instance_id": repo, "traj_id": f"{repo}.{i}", "model": "claude-3-7-sonnet", "resolved": rng.random() < 0.6,
-            "patch": "diff --git a/src/x.py b/src/x.py\n" + _text(rng, 200), "messages": messages}
+    return {
+        "instance_id": repo,
+        "traj_id": f"{repo}.{i}",
+        "model": "claude-3-7-sonnet",
+        "resolved": rng.random() < 0.6,
+        "patch": "diff --git a/src/x.py b/src/x.py\n" + _text(rng, 200),
+        "messages": messages,
+    }
 
 
 def generate(path: Path, target_bytes: int) -> tuple[int, int]:
@@ -96,15 +140,26 @@ def _measure(mode: str, path: str) -> dict:
             count += isinstance(out, Trajectory)
             problems += not isinstance(out, Trajectory)
     seconds = time.perf_counter() - start
-    return {"mode": mode, "seconds": seconds, "records": count, "problems": problems,
-            "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    return {
+        "mode": mode,
+        "seconds": seconds,
+        "records": count,
+        "problems": problems,
+        "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
 
 
 def _child(mode: str, path: Path) -> dict:
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    done = subprocess.run([sys.executable, __file__, "--measure", mode, str(path)], capture_output=True, text=True,
-                          env=env, cwd=root, check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--measure", mode, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -129,23 +184,41 @@ def main() -> int:
         results = {mode: _child(mode, path) for mode in ("orjson", "records", "readers")}
     base = results["orjson"]["seconds"]
     print(f"{'measure':<34}{'seconds':>9}{'ratio':>8}{'peak RSS':>12}{'records':>10}")
-    labels = {"orjson": "baseline: orjson.loads per line", "records": "records.iter_records (decode)",
-              "readers": "read_file: decode+sniff+read"}
+    labels = {
+        "orjson": "baseline: orjson.loads per line",
+        "records": "records.iter_records (decode)",
+        "readers": "read_file: decode+sniff+read",
+    }
     for mode, r in results.items():
-        print(f"{labels[mode]:<34}{r['seconds']:>9.2f}{r['seconds'] / base:>8.2f}{r['peak_rss'] / 2**20:>9.0f} MiB"
-              f"{r['records']:>10}")
+        print(
+            f"{labels[mode]:<34}{r['seconds']:>9.2f}{r['seconds'] / base:>8.2f}{r['peak_rss'] / 2**20:>9.0f} MiB"
+            f"{r['records']:>10}"
+        )
     worst = max(r["peak_rss"] for r in results.values())
     ratio = results["readers"]["seconds"] / base
-    print(f"peak RSS {worst / 2**20:.0f} MiB for a {size / GB:.2f} GiB input: "
-          f"{'OK' if worst < RSS_LIMIT else 'OVER'} (limit {RSS_LIMIT / 2**20:.0f} MiB)")
-    print(f"decode ratio {results['records']['seconds'] / base:.2f}, full read ratio {ratio:.2f} "
-          f"(goal <= {RATIO_GOAL}: {'met' if ratio <= RATIO_GOAL else 'missed'})")
+    print(
+        f"peak RSS {worst / 2**20:.0f} MiB for a {size / GB:.2f} GiB input: "
+        f"{'OK' if worst < RSS_LIMIT else 'OVER'} (limit {RSS_LIMIT / 2**20:.0f} MiB)"
+    )
+    print(
+        f"decode ratio {results['records']['seconds'] / base:.2f}, full read ratio {ratio:.2f} "
+        f"(goal <= {RATIO_GOAL}: {'met' if ratio <= RATIO_GOAL else 'missed'})"
+    )
     if args.json_out:
-        args.json_out.write_text(json.dumps({
-            "input_gib": round(size / GB, 3), "rows": rows, "baseline_s": round(base, 3),
-            "decode_ratio": round(results["records"]["seconds"] / base, 3), "read_ratio": round(ratio, 3),
-            "read_ratio_goal": RATIO_GOAL, "peak_rss_mib": round(worst / 2**20, 1), "peak_rss_goal_mib": RSS_LIMIT / 2**20,
-        }))
+        args.json_out.write_text(
+            json.dumps(
+                {
+                    "input_gib": round(size / GB, 3),
+                    "rows": rows,
+                    "baseline_s": round(base, 3),
+                    "decode_ratio": round(results["records"]["seconds"] / base, 3),
+                    "read_ratio": round(ratio, 3),
+                    "read_ratio_goal": RATIO_GOAL,
+                    "peak_rss_mib": round(worst / 2**20, 1),
+                    "peak_rss_goal_mib": RSS_LIMIT / 2**20,
+                }
+            )
+        )
     if results["readers"]["records"] != rows or results["records"]["records"] != rows:
         print("error: not every row was read", file=sys.stderr)
         return 1

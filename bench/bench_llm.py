@@ -67,17 +67,30 @@ def steps(n: int) -> list[GoldStep]:
     """N distinct plan steps with a small SWE run as context."""
     out = []
     for i in range(n):
-        run = [{"role": "system", "content": "You are a helpful assistant that can work in a terminal."},
-               {"role": "user", "content": f"<pr_description>\nIssue {i}: parsing `{i} - 2` gives the wrong result. "
-                                           + "The tokenizer treats the minus sign as part of the number. " * 8
-                                           + "\n</pr_description>"},
-               {"role": "assistant", "plan": f"I need to open tinycalc/lexer_{i}.py"},
-               {"role": "tool", "content": "OBSERVATION:\n" + f"{i}: def tokenize(text):\n" * 20}]
-        out.append(GoldStep(step_id=content_id("bench", i), scenario="swe_issue_fix", task="plan", form="mcq",
-                            trajectory_id=content_id("bench-traj", i), step_index=3,
-                            gold=f"I need to make the tokenizer split `-` from number {i}",
-                            fields={"trajs": json.dumps(run)},
-                            provenance=Provenance(source_file="bench", source_format="bench", extractor="bench")))
+        run = [
+            {"role": "system", "content": "You are a helpful assistant that can work in a terminal."},
+            {
+                "role": "user",
+                "content": f"<pr_description>\nIssue {i}: parsing `{i} - 2` gives the wrong result. "
+                + "The tokenizer treats the minus sign as part of the number. " * 8
+                + "\n</pr_description>",
+            },
+            {"role": "assistant", "plan": f"I need to open tinycalc/lexer_{i}.py"},
+            {"role": "tool", "content": "OBSERVATION:\n" + f"{i}: def tokenize(text):\n" * 20},
+        ]
+        out.append(
+            GoldStep(
+                step_id=content_id("bench", i),
+                scenario="swe_issue_fix",
+                task="plan",
+                form="mcq",
+                trajectory_id=content_id("bench-traj", i),
+                step_index=3,
+                gold=f"I need to make the tokenizer split `-` from number {i}",
+                fields={"trajs": json.dumps(run)},
+                provenance=Provenance(source_file="bench", source_format="bench", extractor="bench"),
+            )
+        )
     return out
 
 
@@ -86,8 +99,9 @@ def generator(base_url: str, concurrency: int, cache: Path) -> OpenAIGenerator:
     ledger = Ledger({"gpt-bench": Price(0.4, 1.6)})
     client = OpenAIChat(openai.AsyncOpenAI(api_key=KEY, base_url=base_url, max_retries=2))
     engine = LLMEngine(client, store, ledger, Limiter(concurrency), secrets=[KEY])
-    return OpenAIGenerator(runner=engine, ledger=ledger, prompts=PromptLibrary.load(), model="gpt-bench",
-                           owned=[engine, store])
+    return OpenAIGenerator(
+        runner=engine, ledger=ledger, prompts=PromptLibrary.load(), model="gpt-bench", owned=[engine, store]
+    )
 
 
 def run_reference(base_url: str, bodies: list[dict], warm: list[dict], concurrency: int) -> Run:
@@ -116,10 +130,12 @@ def run_aptforge(base_url: str, items: list[GoldStep], warm: list[GoldStep], con
         gen = generator(base_url, concurrency, Path(tmp) / "cache.sqlite")
         try:
             list(gen.generate(warm, [], 4))
-            shards = [items[i:i + 200] for i in range(0, len(items), 200)]
+            shards = [items[i : i + 200] for i in range(0, len(items), 200)]
             start, cpu = time.perf_counter(), cpu_seconds()
             with ThreadPoolExecutor(4) as pool:
-                outs = [o for shard in pool.map(lambda s: list(gen.generate(s, [], 4)), shards) for o in shard]
+                outs = [
+                    o for shard in pool.map(lambda s: list(gen.generate(s, [], 4)), shards) for o in shard
+                ]
             run = Run(time.perf_counter() - start, cpu_seconds() - cpu)
         finally:
             gen.close()
@@ -137,13 +153,24 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
     args = parser.parse_args()
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "servers" / "llm.py"), "--latency",
-                               str(args.latency), "--responder", "distractors", "--api-key", KEY],
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "servers" / "llm.py"),
+            "--latency",
+            str(args.latency),
+            "--responder",
+            "distractors",
+            "--api-key",
+            KEY,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         base_url = server.stdout.readline().strip() + "/v1"
-        items, warm = steps(args.n + 32)[:args.n], steps(args.n + 32)[args.n:]
+        items, warm = steps(args.n + 32)[: args.n], steps(args.n + 32)[args.n :]
         shaper = generator(base_url, 1, Path(tempfile.mkdtemp()) / "unused.sqlite")
         bodies = [shaper.build_prompt(s, 3).body for s in items]
         warm_bodies = [shaper.build_prompt(s, 3).body for s in warm]
@@ -159,21 +186,38 @@ def main() -> int:
     ideal = args.n * args.latency / args.concurrency
     ratio = ref.wall / our.wall
     per_k = 1000 / args.n
-    print(f"LLM generations: n={args.n}, latency={args.latency * 1000:.0f} ms, concurrency={args.concurrency}, "
-          f"ideal {ideal:.2f} s (best of {args.rounds} runs each)")
-    print(f"  bare SDK (AsyncOpenAI + semaphore): {ref.wall:6.2f} s  {args.n / ref.wall:7.1f} req/s  "
-          f"ratio to ideal {ideal / ref.wall:.2f}  CPU {ref.cpu * per_k:.2f} s per 1,000 requests")
-    print(f"  aptforge openai generator:          {our.wall:6.2f} s  {args.n / our.wall:7.1f} req/s  "
-          f"ratio to ideal {ideal / our.wall:.2f}  CPU {our.cpu * per_k:.2f} s per 1,000 requests")
+    print(
+        f"LLM generations: n={args.n}, latency={args.latency * 1000:.0f} ms, concurrency={args.concurrency}, "
+        f"ideal {ideal:.2f} s (best of {args.rounds} runs each)"
+    )
+    print(
+        f"  bare SDK (AsyncOpenAI + semaphore): {ref.wall:6.2f} s  {args.n / ref.wall:7.1f} req/s  "
+        f"ratio to ideal {ideal / ref.wall:.2f}  CPU {ref.cpu * per_k:.2f} s per 1,000 requests"
+    )
+    print(
+        f"  aptforge openai generator:          {our.wall:6.2f} s  {args.n / our.wall:7.1f} req/s  "
+        f"ratio to ideal {ideal / our.wall:.2f}  CPU {our.cpu * per_k:.2f} s per 1,000 requests"
+    )
     print(f"  throughput ratio aptforge / bare SDK: {ratio:.2f} (goal >= {RATIO_GOAL})")
     if args.json_out:
-        args.json_out.write_text(json.dumps({
-            "n": args.n, "latency_s": args.latency, "concurrency": args.concurrency, "ideal_s": round(ideal, 3),
-            "reference_s": round(ref.wall, 3), "aptforge_s": round(our.wall, 3), "throughput_ratio": round(ratio, 3),
-            "throughput_goal": RATIO_GOAL, "reference_ideal_ratio": round(ideal / ref.wall, 3),
-            "aptforge_ideal_ratio": round(ideal / our.wall, 3), "reference_cpu_per_1k_s": round(ref.cpu * per_k, 3),
-            "aptforge_cpu_per_1k_s": round(our.cpu * per_k, 3),
-        }))
+        args.json_out.write_text(
+            json.dumps(
+                {
+                    "n": args.n,
+                    "latency_s": args.latency,
+                    "concurrency": args.concurrency,
+                    "ideal_s": round(ideal, 3),
+                    "reference_s": round(ref.wall, 3),
+                    "aptforge_s": round(our.wall, 3),
+                    "throughput_ratio": round(ratio, 3),
+                    "throughput_goal": RATIO_GOAL,
+                    "reference_ideal_ratio": round(ideal / ref.wall, 3),
+                    "aptforge_ideal_ratio": round(ideal / our.wall, 3),
+                    "reference_cpu_per_1k_s": round(ref.cpu * per_k, 3),
+                    "aptforge_cpu_per_1k_s": round(our.cpu * per_k, 3),
+                }
+            )
+        )
     return 0 if ratio >= RATIO_GOAL else 1
 
 

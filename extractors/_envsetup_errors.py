@@ -46,8 +46,13 @@ def _key(s: EnvStep) -> str:
 
 def _actions(run: EnvSetupRun, lo: int, hi: int, key: str) -> list[EnvStep]:
     """State-changing steps strictly between two runs of `key`."""
-    return [s for s in run.steps[lo + 1 : hi]
-            if s.kind in {"shell", "edit", "code"} and not (s.kind == "shell" and is_read_only(s.command)) and _key(s) != key]
+    return [
+        s
+        for s in run.steps[lo + 1 : hi]
+        if s.kind in {"shell", "edit", "code"}
+        and not (s.kind == "shell" and is_read_only(s.command))
+        and _key(s) != key
+    ]
 
 
 def error_pairs(run: EnvSetupRun) -> list[ErrorPair]:
@@ -88,7 +93,9 @@ def _short(text: str, limit: int = 140) -> str:
 
 def _instructions(dockerfile: str) -> list[str]:
     joined = re.sub(r"\\\s*\n\s*", " ", dockerfile)
-    return [" ".join(ln.split()) for ln in joined.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
+    return [
+        " ".join(ln.split()) for ln in joined.split("\n") if ln.strip() and not ln.lstrip().startswith("#")
+    ]
 
 
 def _dockerfile_fix(before: str, after: str) -> list[str]:
@@ -100,7 +107,10 @@ def _dockerfile_fix(before: str, after: str) -> list[str]:
         elif op == "delete":
             lines += [f"Remove `{_short(x)}` from the Dockerfile" for x in old[a:b]]
         elif op == "replace":
-            lines += [f"Change `{_short(x)}` to `{_short(y)}` in the Dockerfile" for x, y in zip(old[a:b], new[c:d], strict=False)]
+            lines += [
+                f"Change `{_short(x)}` to `{_short(y)}` in the Dockerfile"
+                for x, y in zip(old[a:b], new[c:d], strict=False)
+            ]
             lines += [f"Add `{_short(y)}` to the Dockerfile" for y in new[c + (b - a) : d]]
     return lines
 
@@ -134,7 +144,9 @@ def fix_lines(run: EnvSetupRun, indices: tuple[int, ...], rerun_of: int | None =
             verb = "Re-run it as" if rerun_of is not None and _key(s) == _key(run.steps[rerun_of]) else "Run"
             lines += [f"{verb} `{_short(c)}`" for c in s.command.split("\n") if c.strip()]
         elif s.kind == "code":
-            first = next((ln for ln in s.command.split("\n") if ln.strip() and not ln.lstrip().startswith("#")), "")
+            first = next(
+                (ln for ln in s.command.split("\n") if ln.strip() and not ln.lstrip().startswith("#")), ""
+            )
             lines.append(f"Run the Python code `{_short(first, 100)}`")
     return lines
 
@@ -147,7 +159,8 @@ def render_fix(lines: list[str]) -> str:
 
 _FIX_LIKE = re.compile(
     r"^(?:(?:pip3?|uv|conda|mamba|apt-get|apt|npm|yarn|pnpm|bun|poetry|gem|cargo|go)\s+(?:install|add|i|ci|update|upgrade|get)\b"
-    r"|git\s+(?:clone|checkout|pull|submodule)\b|export\s|mkdir\s|cp\s|mv\s|ln\s|sed\s+-i|n\s|nvm\s)")
+    r"|git\s+(?:clone|checkout|pull|submodule)\b|export\s|mkdir\s|cp\s|mv\s|ln\s|sed\s+-i|n\s|nvm\s)"
+)
 
 
 def failing_commands(run: EnvSetupRun) -> list[tuple[int, ...]]:
@@ -156,7 +169,12 @@ def failing_commands(run: EnvSetupRun) -> list[tuple[int, ...]]:
     for s in run.steps:
         if not (s.failed and _is_run(s)):
             continue
-        if failing_key is not None and s.kind == "shell" and _key(s) != failing_key and _FIX_LIKE.match(s.command):
+        if (
+            failing_key is not None
+            and s.kind == "shell"
+            and _key(s) != failing_key
+            and _FIX_LIKE.match(s.command)
+        ):
             out.append((s.i,))
             continue
         failing_key = _key(s)

@@ -46,8 +46,11 @@ class Edit(NamedTuple):
 def required_steps(plan: list[PlanStep], pairs: list[ErrorPair]) -> dict[int, int]:
     """Plan steps proven necessary -> the plan step that needs them (for a wrong move)."""
     fixes = {i for p in pairs for i in p.fix}
-    needs = {i: next((k for k, s in enumerate(plan) if p.evidence in s.steps), len(plan) - 1)
-             for p in pairs for i in p.fix}
+    needs = {
+        i: next((k for k, s in enumerate(plan) if p.evidence in s.steps), len(plan) - 1)
+        for p in pairs
+        for i in p.fix
+    }
     last_run = max((k for k, s in enumerate(plan) if s.category in {"run", "test"}), default=-1)
 
     def first_after(k: int, categories: set[str]) -> int:
@@ -69,12 +72,17 @@ def required_steps(plan: list[PlanStep], pairs: list[ErrorPair]) -> dict[int, in
 
 def _harmful(step: PlanStep, repo_dir: str) -> str:
     if step.category == "install" and step.packages and "Python" in step.text:
-        return f"Uninstall the Python package{'s' if len(step.packages) > 1 else ''} {', '.join(step.packages)}"
+        return (
+            f"Uninstall the Python package{'s' if len(step.packages) > 1 else ''} {', '.join(step.packages)}"
+        )
     if step.category == "clone":
         return f"Delete the cloned {repo_dir or 'repository'} folder"
     if step.category == "deps":
-        return "Delete the installed dependencies (node_modules, site-packages) to start clean" if "Node" in step.text \
+        return (
+            "Delete the installed dependencies (node_modules, site-packages) to start clean"
+            if "Node" in step.text
             else "Uninstall every package installed from the requirements"
+        )
     return ""
 
 
@@ -132,7 +140,9 @@ def is_wrong(variant: list[int | str], required: dict[int, int]) -> bool:
 
 def render_variant(plan: list[PlanStep], variant: list[int | str]) -> str:
     """Plan-option text of a variant."""
-    return render_plan([plan[x] if isinstance(x, int) else PlanStep(x, "harm", ()) for x in variant], star=True)
+    return render_plan(
+        [plan[x] if isinstance(x, int) else PlanStep(x, "harm", ()) for x in variant], star=True
+    )
 
 
 def _norm(text: str) -> str:
@@ -152,8 +162,9 @@ def similarity(a: str, b: str, threshold: float = 1.0) -> float:
     return difflib.SequenceMatcher(None, na, nb, autojunk=False).ratio()
 
 
-def plan_distractors(plan: list[PlanStep], required: dict[int, int], repo_dir: str, rng: random.Random,
-                     need: int = 6) -> list[str]:
+def plan_distractors(
+    plan: list[PlanStep], required: dict[int, int], repo_dir: str, rng: random.Random, need: int = 6
+) -> list[str]:
     """`need` checked-wrong options: a shared wrong move (the anchor) plus one own edit each.
 
     Own edits move a different inner block of steps each, so every option holds the same steps, the
@@ -176,8 +187,12 @@ def plan_distractors(plan: list[PlanStep], required: dict[int, int], repo_dir: s
         picked: list[str] = []
         others = [k for k in range(n - size + 1) if k + size <= anchor.at or k >= anchor.at + anchor.size]
         rng.shuffle(others)
-        fallback = [Edit("delete", k) for k in others] + [e for e in wrong if e.kind == "insert" and e.at != anchor.at]
-        per_step = [[Edit("move", k, d, size=size) for d in _destinations(k, size, len(plan), rng)] for k in others]
+        fallback = [Edit("delete", k) for k in others] + [
+            e for e in wrong if e.kind == "insert" and e.at != anchor.at
+        ]
+        per_step = [
+            [Edit("move", k, d, size=size) for d in _destinations(k, size, len(plan), rng)] for k in others
+        ]
         # round robin: one move of every block first, then second destinations, then the fallback
         tries = [moves[r] for r in range(len(plan)) for moves in per_step if r < len(moves)] + fallback
         for e in tries:
@@ -201,8 +216,11 @@ def _destinations(k: int, size: int, n: int, rng: random.Random) -> list[int]:
 
 def repo_info(run: EnvSetupRun, budget_chars: int) -> str:
     """APTBench's `repo_info` ("File Analysis"): repository, task, README, docs and file tree the run saw."""
-    parts = [f"Repository: {run.target_repo.url or run.run_id}"
-             + (f" (branch {run.target_repo.branch})" if run.target_repo.branch else ""), f"Task: {run.task.strip()}"]
+    parts = [
+        f"Repository: {run.target_repo.url or run.run_id}"
+        + (f" (branch {run.target_repo.branch})" if run.target_repo.branch else ""),
+        f"Task: {run.task.strip()}",
+    ]
     ctx = run.context
     if ctx.readme:
         parts.append(f"File: README\n{ctx.readme}")
@@ -219,7 +237,9 @@ def balance_lengths(gold: str, candidates: list[str], rng: random.Random, need: 
     longer = [c for c in candidates if len(c) > len(gold)]
     shorter = [c for c in candidates if len(c) <= len(gold)]
     n_longer = rng.randint(0, need)
-    n_longer = min(n_longer, len(longer)) if len(shorter) >= need - n_longer else max(n_longer, need - len(shorter))
+    n_longer = (
+        min(n_longer, len(longer)) if len(shorter) >= need - n_longer else max(n_longer, need - len(shorter))
+    )
     head = longer[:n_longer] + shorter[: need - n_longer]
     rng.shuffle(head)
     return tuple(head + [c for c in candidates if c not in head])

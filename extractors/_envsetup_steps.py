@@ -79,8 +79,28 @@ def normalise_target(text: str) -> str:
     return text if ("'" in text or '"' in text) else " ".join(text.split())
 
 
-_SUBCOMMANDS = {"pip", "pip3", "conda", "npm", "yarn", "pnpm", "git", "apt-get", "apt", "cargo", "go", "poetry", "uv",
-                "mamba", "brew", "dotnet", "docker", "gem", "bundle", "composer"}
+_SUBCOMMANDS = {
+    "pip",
+    "pip3",
+    "conda",
+    "npm",
+    "yarn",
+    "pnpm",
+    "git",
+    "apt-get",
+    "apt",
+    "cargo",
+    "go",
+    "poetry",
+    "uv",
+    "mamba",
+    "brew",
+    "dotnet",
+    "docker",
+    "gem",
+    "bundle",
+    "composer",
+}
 
 
 def split_target(text: str) -> tuple[str, str]:
@@ -152,11 +172,20 @@ def plan_steps(run: EnvSetupRun) -> list[PlanStep]:
     merged: list[PlanStep] = []
     for step in raw:
         prev = merged[-1] if merged else None
-        if prev and step.category == "install" and prev.category == "install" and prev.text.split()[1:3] == step.text.split()[1:3]:
+        if (
+            prev
+            and step.category == "install"
+            and prev.category == "install"
+            and prev.text.split()[1:3] == step.text.split()[1:3]
+        ):
             pkgs = tuple(dict.fromkeys(prev.packages + step.packages))
             noun = prev.text.split(" package")[0]
-            merged[-1] = PlanStep(f"{noun} package{'s' if len(pkgs) > 1 else ''} {', '.join(pkgs)}", "install",
-                                  prev.steps + step.steps, pkgs)
+            merged[-1] = PlanStep(
+                f"{noun} package{'s' if len(pkgs) > 1 else ''} {', '.join(pkgs)}",
+                "install",
+                prev.steps + step.steps,
+                pkgs,
+            )
         elif prev and prev.category == step.category == "cd":
             merged[-1] = step
         elif prev and prev.text == step.text:

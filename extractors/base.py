@@ -16,10 +16,20 @@ EXTRACTOR_TAG = "__aptforge_extractor__"
 
 
 class Origin(NamedTuple):
-    """Where a raw record sits: file and 1-based line/row (None for a whole-file record)."""
+    """Where a raw record sits: file and 1-based line/row (None for a whole-file record).
+
+    `key` is the file's path relative to the input root it was found under: readers build ids from
+    it (never from the absolute path), so moving a checkout or a data folder keeps every id.
+    """
 
     file: str
     line: int | None = None
+    key: str = ""
+
+    @property
+    def id_path(self) -> str:
+        """The path to derive ids from: root-relative when known, else the path as given."""
+        return self.key or self.file
 
     def __str__(self) -> str:
         return self.file if self.line is None else f"{self.file}:{self.line}"

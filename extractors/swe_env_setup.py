@@ -87,32 +87,70 @@ class SweEnvSetup:
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
         where = traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
         if task not in self.tasks:
-            yield Problem(where=where, stage="extract", reason="unknown_task", detail=f"{self.name} has no task {task!r}")
+            yield Problem(
+                where=where,
+                stage="extract",
+                reason="unknown_task",
+                detail=f"{self.name} has no task {task!r}",
+            )
             return
         try:
             run = run_of(traj)
         except (KeyError, ValueError) as exc:
-            yield Problem(where=where, stage="extract", reason="not_an_envsetup_run", detail=f"{type(exc).__name__}: {exc}")
+            yield Problem(
+                where=where,
+                stage="extract",
+                reason="not_an_envsetup_run",
+                detail=f"{type(exc).__name__}: {exc}",
+            )
             return
-        found = {"action": self._actions, "error": self._errors, "plan": self._plan}[task](traj, run, options, where)
+        found = {"action": self._actions, "error": self._errors, "plan": self._plan}[task](
+            traj, run, options, where
+        )
         golds = [g for g in found if isinstance(g, GoldStep)]
         yield from (p for p in found if isinstance(p, Problem))
         if not golds:
-            yield Problem(where=where, stage="extract", reason="no_eligible_steps", severity="info",
-                          detail=f"{task}: no step of {run.run_id} qualifies")
+            yield Problem(
+                where=where,
+                stage="extract",
+                reason="no_eligible_steps",
+                severity="info",
+                detail=f"{task}: no step of {run.run_id} qualifies",
+            )
             return
         rng = random.Random(content_id(options.seed, traj.trajectory_id, task))
-        chosen = sorted(rng.sample(golds, min(options.max_items_per_trajectory, len(golds))), key=lambda g: g.step_index)
+        chosen = sorted(
+            rng.sample(golds, min(options.max_items_per_trajectory, len(golds))), key=lambda g: g.step_index
+        )
         yield from chosen
 
-    def _gold(self, traj: Trajectory, task: str, index: int, gold: str, fields: dict[str, str],
-              options: ExtractOptions, candidates: tuple[str, ...] = ()) -> GoldStep:
-        return GoldStep(step_id=content_id(self.name, task, traj.trajectory_id, index), scenario=self.name, task=task,
-                        form="completion" if task == "action" else "mcq", trajectory_id=traj.trajectory_id,
-                        step_index=index, gold=gold, fields=fields, candidates=candidates,
-                        group=traj.source.instance_id, provenance=provenance_of(traj, self.name, self.version, options.seed))
+    def _gold(
+        self,
+        traj: Trajectory,
+        task: str,
+        index: int,
+        gold: str,
+        fields: dict[str, str],
+        options: ExtractOptions,
+        candidates: tuple[str, ...] = (),
+    ) -> GoldStep:
+        return GoldStep(
+            step_id=content_id(self.name, task, traj.trajectory_id, index),
+            scenario=self.name,
+            task=task,
+            form="completion" if task == "action" else "mcq",
+            trajectory_id=traj.trajectory_id,
+            step_index=index,
+            gold=gold,
+            fields=fields,
+            candidates=candidates,
+            group=traj.source.instance_id,
+            provenance=provenance_of(traj, self.name, self.version, options.seed),
+        )
 
-    def _actions(self, traj: Trajectory, run: EnvSetupRun, options: ExtractOptions, where: str) -> list[GoldStep | Problem]:
+    def _actions(
+        self, traj: Trajectory, run: EnvSetupRun, options: ExtractOptions, where: str
+    ) -> list[GoldStep | Problem]:
         plan = render_plan(plan_steps(run), star=False)
         cmds = commands(run)
         per_step = Counter(c.step for c in cmds)
@@ -127,8 +165,13 @@ class SweEnvSetup:
             if reason is None:
                 history = self._fit_history(plan, executed, options.max_context_tokens)
                 prefix, postfix = split_target(target)
-                fields = {"execution_plan": plan, "executed_cmds": history, "cmd_prefix": prefix,
-                          "cmd_postfix": postfix, "target_cmd": target}
+                fields = {
+                    "execution_plan": plan,
+                    "executed_cmds": history,
+                    "cmd_prefix": prefix,
+                    "cmd_postfix": postfix,
+                    "target_cmd": target,
+                }
                 out.append(self._gold(traj, "action", cmd.step, target, fields, options))
             else:
                 dropped[reason] += 1
@@ -136,8 +179,15 @@ class SweEnvSetup:
                 executed.append(cmd.text)
         if dropped:
             detail = ", ".join(f"{k}={v}" for k, v in sorted(dropped.items()))
-            out.append(Problem(where=where, stage="extract", reason="action_targets_dropped", severity="info",
-                               detail=f"{run.run_id}: {sum(dropped.values())} commands not used as targets ({detail})"))
+            out.append(
+                Problem(
+                    where=where,
+                    stage="extract",
+                    reason="action_targets_dropped",
+                    severity="info",
+                    detail=f"{run.run_id}: {sum(dropped.values())} commands not used as targets ({detail})",
+                )
+            )
         return out
 
     @staticmethod
@@ -148,7 +198,9 @@ class SweEnvSetup:
                 return text
         return executed[-1]
 
-    def _errors(self, traj: Trajectory, run: EnvSetupRun, options: ExtractOptions, where: str) -> list[GoldStep | Problem]:
+    def _errors(
+        self, traj: Trajectory, run: EnvSetupRun, options: ExtractOptions, where: str
+    ) -> list[GoldStep | Problem]:
         pairs = error_pairs(run)
         worked = {p.fail: render_fix(fix_lines(run, p.fix, p.fail)) for p in pairs}
         failed_elsewhere = [render_fix(fix_lines(run, f)) for f in failing_commands(run)]
@@ -161,24 +213,38 @@ class SweEnvSetup:
             others = [t for k, t in worked.items() if k != p.fail]
             rng = random.Random(content_id(options.seed, traj.trajectory_id, "error", p.fail))
             ranked = self._library_fixes(run, p.signature, rng)
-            cands = [c for c in dict.fromkeys(own + ranked[0] + failed_elsewhere + ranked[1] + others + ranked[2])
-                     if c and similarity(c, gold, 0.85) < 0.85][:30]
+            cands = [
+                c
+                for c in dict.fromkeys(own + ranked[0] + failed_elsewhere + ranked[1] + others + ranked[2])
+                if c and similarity(c, gold, 0.85) < 0.85
+            ][:30]
             fields = self._issue(run, p, options)
-            out.append(self._gold(traj, "error", p.fail, gold, fields, options, balance_lengths(gold, cands, rng)))
+            out.append(
+                self._gold(traj, "error", p.fail, gold, fields, options, balance_lengths(gold, cands, rng))
+            )
         return out
 
-    def _library_fixes(self, run: EnvSetupRun, signature: str, rng: random.Random) -> tuple[list[str], list[str], list[str]]:
+    def _library_fixes(
+        self, run: EnvSetupRun, signature: str, rng: random.Random
+    ) -> tuple[list[str], list[str], list[str]]:
         """Failed fixes of other runs: same repo and error, same repo or error kind, the rest."""
         repo, kind = run.target_repo.url.lower().removesuffix(".git"), error_class(signature)
         tiers: tuple[list[str], list[str], list[str]] = ([], [], [])
         for f in self.library.fixes:
             if f.run_id == run.run_id:
                 continue
-            same_repo, same_kind = f.repo == repo and bool(repo), bool(kind) and error_class(f.signature) == kind
+            same_repo, same_kind = (
+                f.repo == repo and bool(repo),
+                bool(kind) and error_class(f.signature) == kind,
+            )
             name = f.repo.rstrip("/").rsplit("/", 1)[-1].replace("-", "_")
-            if not same_repo and ("In `" in f.text or "/" in f.text or (name and name in f.text.lower().replace("-", "_"))):
+            if not same_repo and (
+                "In `" in f.text or "/" in f.text or (name and name in f.text.lower().replace("-", "_"))
+            ):
                 continue  # another repository's files would give the option away
-            tiers[0 if same_repo and f.signature == signature else 1 if same_repo or same_kind else 2].append(f.text)
+            tiers[0 if same_repo and f.signature == signature else 1 if same_repo or same_kind else 2].append(
+                f.text
+            )
         # a failed fix offered to every item would become a tell of its own: each item draws a few
         same, kin, rest = (list(dict.fromkeys(t)) for t in tiers)
         rng.shuffle(kin)
@@ -190,33 +256,61 @@ class SweEnvSetup:
         f = run.steps[p.fail]
         output = truncate_middle((f.output or "").strip(), min(options.max_observation_chars, 6000))
         if f.kind == "dockerfile":
-            body = f"Building this Dockerfile\n```dockerfile\n{f.command}\n```\nfails with:\n```\n{output}\n```"
+            body = (
+                f"Building this Dockerfile\n```dockerfile\n{f.command}\n```\nfails with:\n```\n{output}\n```"
+            )
             action = "docker build"
         else:
             lang = "python" if f.kind == "code" else "bash"
             body = f"Running\n```{lang}\n{f.command}\n```\nfails with:\n```\n{output}\n```"
             action = f.command.split("\n", 1)[0]
         short = action if len(action) <= 80 else action[:77] + "..."
-        title = f"{p.signature} when running `{short}`" if p.signature else f"`{short}` fails (exit code {f.exit_code})"
+        title = (
+            f"{p.signature} when running `{short}`"
+            if p.signature
+            else f"`{short}` fails (exit code {f.exit_code})"
+        )
         done = [c for c in commands(run) if c.step < p.fail and not c.failed]
         lines = [f"{k}. {describe(c.text)}: `{c.text}`" for k, c in enumerate(done[-25:], start=1)]
-        so_far = ("## Steps executed so far\n" + "\n".join(lines) if lines else
-                  "## Setup so far\nThe Dockerfile shown in the issue." if f.kind == "dockerfile" else
-                  "## No setup command has run yet")
-        setup = f"# Setup plan for {run.target_repo.url or run.run_id}\n\n{run.task.strip()[:2000]}\n\n{so_far}"
+        so_far = (
+            "## Steps executed so far\n" + "\n".join(lines)
+            if lines
+            else "## Setup so far\nThe Dockerfile shown in the issue."
+            if f.kind == "dockerfile"
+            else "## No setup command has run yet"
+        )
+        setup = (
+            f"# Setup plan for {run.target_repo.url or run.run_id}\n\n{run.task.strip()[:2000]}\n\n{so_far}"
+        )
         return {"setup_instruct": setup, "issue_title": title, "issue_body": body}
 
-    def _plan(self, traj: Trajectory, run: EnvSetupRun, options: ExtractOptions, where: str) -> list[GoldStep | Problem]:
+    def _plan(
+        self, traj: Trajectory, run: EnvSetupRun, options: ExtractOptions, where: str
+    ) -> list[GoldStep | Problem]:
         plan = plan_steps(run)
         if len(plan) < 3:
-            return [Problem(where=where, stage="extract", reason="plan_too_short", severity="info",
-                            detail=f"{run.run_id}: {len(plan)} effective setup steps")]
+            return [
+                Problem(
+                    where=where,
+                    stage="extract",
+                    reason="plan_too_short",
+                    severity="info",
+                    detail=f"{run.run_id}: {len(plan)} effective setup steps",
+                )
+            ]
         required = required_steps(plan, error_pairs(run))
         repo_dir = (run.target_repo.url.rstrip("/").rsplit("/", 1)[-1]).removesuffix(".git")
         rng = random.Random(content_id(options.seed, traj.trajectory_id, "plan-distractors"))
         cands = plan_distractors(plan, required, repo_dir, rng)
         if len(cands) < 6:
-            return [Problem(where=where, stage="extract", reason="too_few_checked_distractors", severity="warning",
-                            detail=f"{run.run_id}: {len(required)} required steps give {len(cands)} checked-wrong plans")]
+            return [
+                Problem(
+                    where=where,
+                    stage="extract",
+                    reason="too_few_checked_distractors",
+                    severity="warning",
+                    detail=f"{run.run_id}: {len(required)} required steps give {len(cands)} checked-wrong plans",
+                )
+            ]
         fields = {"repo_info": repo_info(run, options.max_context_tokens * 4)}
         return [self._gold(traj, "plan", 0, render_plan(plan, star=True), fields, options, tuple(cands))]

@@ -6,6 +6,8 @@ Reads: successful `swe` trajectories. Produces gold steps for
   "assistant", "plan": ...}`), ending on an observation. Row fields: `uuid, trajs, choices, answer`.
 - `action` (completion): gold = the next command line; context = the run so far in SWE-smith
   message form, cut right after the assistant's thought. Row fields: `uuid, tool_set, trajs, answer`.
+- `locate`, `fix_patch`, `test_patch` (MCQ, 4 options): the code window the resolving patch edits,
+  the patch itself, the agent's reproduction script; built in `_swe_patch_tasks` (see there).
 
 Which steps become items (documented, seeded): a step is eligible when it has an action and, for
 `plan`, a condensable plan of at least 2 words after "I need to" that is not vague ("try that
@@ -24,9 +26,10 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from extractors._swe_patch_tasks import PATCH_TASKS, failed_patches, patch_items
 from extractors.base import ExtractOptions, estimate_tokens, extractor, provenance_of, truncate_middle
 from schemas import GoldStep, Problem, Step, Trajectory, content_id
 
@@ -165,9 +168,21 @@ def _fit(
     return None
 
 
-@extractor("swe_issue_fix", version=1, reads={"swe"}, tasks=("plan", "action"))
+@extractor("swe_issue_fix", version=1, reads={"swe"}, tasks=("plan", "action", *PATCH_TASKS))
 class SweIssueFix:
     """Gold plans and commands from successful SWE issue-fixing runs."""
+
+    def __init__(self) -> None:
+        self.failed_patches: dict[str, tuple[str, ...]] = {}
+
+    @staticmethod
+    def observe(runs: Iterable[Trajectory]) -> dict[str, tuple[str, ...]]:
+        """The patches of every failed run, by instance id (`fix_patch` distractors)."""
+        return failed_patches(runs)
+
+    def use(self, failed: dict[str, tuple[str, ...]]) -> None:
+        """Take the build-wide failed patches `observe` returned."""
+        self.failed_patches = failed
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
         if task not in self.tasks:
@@ -177,6 +192,10 @@ class SweIssueFix:
                 reason="unknown_task",
                 detail=f"{self.name} has no task {task!r}",
             )
+            return
+        if task in PATCH_TASKS:
+            failed = self.failed_patches.get(traj.source.instance_id, ())
+            yield from patch_items(traj, task, options, self.name, self.version, failed)
             return
         plans = [condense_plan(s) for s in traj.steps]
         eligible = [s.index for s in traj.steps if self._eligible(s, plans[s.index], task)]

@@ -104,7 +104,9 @@ def task_entry(audit: TaskAudit, quality: QualityConfig) -> dict[str, Any]:
     return entry
 
 
-def audit_json(result: AuditResult, quality: QualityConfig | None = None, examples: int | None = None) -> dict[str, Any]:
+def audit_json(
+    result: AuditResult, quality: QualityConfig | None = None, examples: int | None = None
+) -> dict[str, Any]:
     """JSON-ready audit: per task the entry and its findings (all, or `examples` per reason)."""
     quality = quality or QualityConfig()
     tasks: dict[str, Any] = {}
@@ -118,11 +120,17 @@ def audit_json(result: AuditResult, quality: QualityConfig | None = None, exampl
                 problems.append(p.model_dump())
         entry["problems"] = problems
         tasks[name] = entry
-    return {"files": result.files, "baselines": list(BASELINES), "tasks": tasks,
-            "problems": [p.model_dump() for p in result.problems]}
+    return {
+        "files": result.files,
+        "baselines": list(BASELINES),
+        "tasks": tasks,
+        "problems": [p.model_dump() for p in result.problems],
+    }
 
 
-def build_quality(rows_by_task: Mapping[str, Iterable[Mapping[str, Any]]], quality: QualityConfig) -> dict[str, Any]:
+def build_quality(
+    rows_by_task: Mapping[str, Iterable[Mapping[str, Any]]], quality: QualityConfig
+) -> dict[str, Any]:
     """The `quality` section of a build report, from the candidate rows of every task."""
     tasks: dict[str, Any] = {}
     for task, rows in rows_by_task.items():
@@ -132,9 +140,14 @@ def build_quality(rows_by_task: Mapping[str, Iterable[Mapping[str, Any]]], quali
         audit = audit_task(task, good, bounds_of(quality, task), problems=bad)
         tasks[task] = task_entry(audit, quality)
     flags = {t: e["why"] for t, e in tasks.items() if e["flagged"]}
-    return {"baselines": list(BASELINES), "margin": quality.margin, "min_items": quality.min_items,
-            "tasks": tasks, "flags": flags,
-            "refused_tasks": sorted(t for t, e in tasks.items() if not e["publishable"])}
+    return {
+        "baselines": list(BASELINES),
+        "margin": quality.margin,
+        "min_items": quality.min_items,
+        "tasks": tasks,
+        "flags": flags,
+        "refused_tasks": sorted(t for t, e in tasks.items() if not e["publishable"]),
+    }
 
 
 def refused_tasks(report: Mapping[str, Any]) -> dict[str, str]:
@@ -142,13 +155,15 @@ def refused_tasks(report: Mapping[str, Any]) -> dict[str, str]:
     out = {}
     for task, entry in (report.get("quality") or {}).get("tasks", {}).items():
         if not entry.get("publishable", True):
-            out[task] = f"model-free baselines exceed their bounds ({entry['why']}); set quality.overrides.{task} with a reason"
+            out[task] = (
+                f"model-free baselines exceed their bounds ({entry['why']}); set quality.overrides.{task} with a reason"
+            )
     return out
 
 
 def _short(where: str) -> str:
     cwd = str(Path.cwd()) + "/"
-    return where[len(cwd):] if where.startswith(cwd) else where
+    return where[len(cwd) :] if where.startswith(cwd) else where
 
 
 def _pct(x: float) -> str:
@@ -172,10 +187,17 @@ def render_audit(data: Mapping[str, Any], console: Any, examples: int = 3) -> No
             table.add_row("chance", _pct(t["chance"]))
             for b, acc in t["baselines"].items():
                 mark = "[bold red]" if b in t["exceeded"] else ""
-                table.add_row(f"  {b}", f"{mark}{_pct(acc)}[/] (bound {_pct(t['bounds'][b])})" if mark
-                              else f"{_pct(acc)} (bound {_pct(t['bounds'][b])})")
+                table.add_row(
+                    f"  {b}",
+                    f"{mark}{_pct(acc)}[/] (bound {_pct(t['bounds'][b])})"
+                    if mark
+                    else f"{_pct(acc)} (bound {_pct(t['bounds'][b])})",
+                )
             table.add_row("gold positions", " ".join(f"{k}:{v}" for k, v in t["positions"].items()))
-            table.add_row("position chi²", f"{t['position_chi2']:.2f} (dof {t['position_dof']}, p={t['position_p']:.3g})")
+            table.add_row(
+                "position chi²",
+                f"{t['position_chi2']:.2f} (dof {t['position_dof']}, p={t['position_p']:.3g})",
+            )
         table.add_row("findings", ", ".join(f"{k}={v}" for k, v in t["findings"].items()) or "-")
         console.print(table)
         by_reason: dict[str, list[dict[str, Any]]] = {}

@@ -8,34 +8,40 @@ single items. Every output file is written atomically.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, TypeVar
 
+import pyarrow.parquet as pq
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_extractors, discover_readers, lookup
+from extractors.readers.bundles import find_run_inputs
 from extractors.readers.records import find_inputs
 from extractors.readers.reports import load_reports
-from flows import stages
+from flows import cache_keys, hygiene, stages
+from flows import progress as progress_mod
+from flows.audit import build_quality
 from flows.config import BuildConfig
 from flows.io import write_json, write_jsonl, write_parquet
+from flows.progress import Progress
+from flows.report_html import attach_report_artifact, write_build_report
+from flows.review import enqueue_and_summarise
 from generators.balance import balance_positions
 from generators.base import DistractorGenerator
+from generators.dedup import dedup_questions
 from generators.offline import OfflineGenerator
+from generators.scrub import redact_problems, redact_questions, redact_trajectories
 from schemas import GoldStep, Problem, Question, Trajectory, question_row, rows_table, task_spec
 
 T = TypeVar("T")
-Progress = Callable[[str, int, int], None]
-
-#: Set by the CLI around a run to show a progress bar; not a flow parameter (it is not data).
-PROGRESS: ContextVar[Progress | None] = ContextVar("aptforge_progress", default=None)
 
 
 def make_generator(config: BuildConfig) -> DistractorGenerator:
@@ -43,7 +49,11 @@ def make_generator(config: BuildConfig) -> DistractorGenerator:
     gen = config.generator
     if gen.name == "offline":
         return OfflineGenerator(seed=config.seed, near_duplicate=gen.near_duplicate)
-    raise ValueError(f"unknown generator {gen.name!r}; available: offline")
+    from flows.settings import LLM_GENERATORS, make_llm_generator  # SDKs load only when needed
+
+    if gen.name in LLM_GENERATORS:
+        return make_llm_generator(config)  # API keys are read from the environment here, at the edge
+    raise ValueError(f"unknown generator {gen.name!r}; available: offline, {', '.join(LLM_GENERATORS)}")
 
 
 def chunks(items: Sequence[T], size: int) -> list[list[T]]:
@@ -52,25 +62,112 @@ def chunks(items: Sequence[T], size: int) -> list[list[T]]:
 
 
 @task(name="read-shard", cache_policy=NO_CACHE)
-def read_shard(files: list[tuple[str, str | None]]) -> stages.ReadResult:
-    """Read one shard of raw files."""
+def read_shard(files: list[tuple[str, str | None, str]], cache_key: str = "") -> stages.ReadResult:
+    """Read one shard of raw files (`cache_key` names the result when caching is on)."""
     return stages.read_stage(discover_readers(), files)
 
 
 @task(name="extract-shard", cache_policy=NO_CACHE)
 def extract_shard(
-    scenario: str, trajs: list[Trajectory], tasks: dict[str, ExtractOptions]
+    scenario: str,
+    trajs: list[Trajectory],
+    tasks: dict[str, ExtractOptions],
+    observed: Any = None,
+    cache_key: str = "",
 ) -> tuple[list[GoldStep], list[Problem]]:
     """Extract gold steps of every task from one shard of kept trajectories."""
-    return stages.extract_stage(discover_extractors()[scenario](), trajs, tasks)
+    return stages.extract_stage(
+        stages.make_extractor(discover_extractors()[scenario], observed), trajs, tasks
+    )
 
 
 @task(name="generate-shard", cache_policy=NO_CACHE)
 def generate_shard(
-    config: BuildConfig, golds: list[GoldStep], pool: list[Any], n_options: int
+    config: BuildConfig,
+    golds: list[GoldStep],
+    pool: list[Any],
+    n_options: int,
+    generator: DistractorGenerator | None = None,
+    cache_key: str = "",
 ) -> tuple[list[Question], list[Problem]]:
-    """Pose one shard of gold steps as questions."""
-    return stages.generate_stage(make_generator(config), golds, pool, n_options)
+    """Pose one shard of gold steps as questions (with the build's shared generator when given)."""
+    return stages.generate_stage(generator or make_generator(config), golds, pool, n_options)
+
+
+@task(name="enqueue-for-review", cache_policy=NO_CACHE)
+def enqueue_for_review(
+    path: str, questions: list[Question], batch: str, tasks: list[str], reviews_per_item: int
+) -> dict[str, Any]:
+    """Enqueue the build's questions for human review (verdicts of unchanged items are kept)."""
+    return enqueue_and_summarise(path, questions, batch, tasks, reviews_per_item)
+
+
+def _cached(t: Any, config: BuildConfig) -> Any:
+    """`t` with its result persisted under `<out_dir>/.cache` and keyed by the explicit `cache_key` parameter.
+
+    Keys are computed by `flows.cache_keys` from input content and component versions, never from
+    task source, so an edit that bumps a reader/extractor/generator version invalidates exactly
+    what it should, and a rerun (or a run resumed after SIGKILL) skips every shard already done.
+    """
+    if not config.limits.cache:
+        return t
+    return t.with_options(
+        cache_policy=None,
+        cache_key_fn=_key_from_parameter,
+        persist_result=True,
+        result_storage=Path(config.out_dir).resolve() / ".cache" / "prefect-results",
+    )
+
+
+def _key_from_parameter(_context: Any, parameters: dict[str, Any]) -> str | None:
+    return parameters.get("cache_key") or None
+
+
+def _unchanged_build(config: BuildConfig, key: str) -> dict[str, Any] | None:
+    """The last report of this version, refreshed, when nothing changed since it was built.
+
+    Reused only when the build key matches (config, component versions, every input file's size and
+    time, report files), every output is there, the generate stage met no Problem (a timeout or a
+    spent budget must be retried), and the review queue still holds exactly these items as built
+    (otherwise enqueueing them again has work to do: a rebuild of another version retired them).
+    """
+    if not config.limits.cache:
+        return None
+    out = config.output_dir()
+    try:
+        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if report.get("build_key") != key or not config.queue_path().exists():
+        return None
+    if any(reason.startswith("generate.") for reason in report.get("problems_by_reason", {})):
+        return None
+    tasks = list(report.get("questions_by_task", {}))
+    paths = [out / "candidates" / f"{t}.parquet" for t in tasks]
+    if not all(p.exists() for p in [*paths, out / "quarantine.jsonl"]):
+        return None
+    built: dict[str, str] = {}
+    for path in paths:
+        table = pq.read_table(path, columns=["item_id", "content_hash"])
+        built.update(
+            zip(table.column("item_id").to_pylist(), table.column("content_hash").to_pylist(), strict=True)
+        )
+    from annotations.queue import Queue
+    from flows.review import review_summary
+
+    queue = Queue(config.queue_path())
+    queued: dict[str, str] = {}
+    for task_name in tasks:
+        rows = queue.items(task=task_name, scenario=config.scenario, limit=10**9)
+        queued.update({r.item_id: r.built_hash for r in rows})
+    if queued != built:
+        return None
+    unchanged = {"new": 0, "unchanged": len(built), "requeued": 0, "restored": 0, "retired": 0}
+    counts = report.get("questions_by_task", {})
+    changelog = {t: {"added": 0, "removed": 0, "changed": 0, "unchanged": counts.get(t, 0)} for t in tasks}
+    report["review"] = {"enqueued": unchanged, "changelog": changelog, **review_summary(queue)}
+    report["changelog"] = changelog  # (any `llm` section is the reused build's own spend)
+    return report
 
 
 class _Timer:
@@ -86,13 +183,14 @@ class _Timer:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 4)
 
 
-def _inputs(config: BuildConfig) -> list[tuple[str, str | None]]:
-    pairs: dict[str, str | None] = {}
+def _inputs(config: BuildConfig) -> list[tuple[str, str | None, str]]:
+    """(file, forced reader, input root): ids derive from the path below the root, so moves keep them."""
+    found: dict[str, tuple[str | None, str]] = {}
     for src in config.sources:
-        for file in find_inputs([src.path]):
-            pairs.setdefault(str(file), src.reader)
+        for file in find_run_inputs([src.path]):  # run folders (env-setup bundles) fold into one file
+            found.setdefault(str(file), (src.reader, src.path))
     report_files = {str(f) for f in find_inputs(config.reports)}
-    return [(f, r) for f, r in sorted(pairs.items()) if f not in report_files]
+    return [(f, r, root) for f, (r, root) in sorted(found.items()) if f not in report_files]
 
 
 def _gather(futures: list[Any], label: str, progress: Progress | None) -> list[Any]:
@@ -107,8 +205,9 @@ def _gather(futures: list[Any], label: str, progress: Progress | None) -> list[A
 @flow(name="build-benchmark", log_prints=False, validate_parameters=True)
 def build(config: BuildConfig) -> dict[str, Any]:
     """Build candidate questions for one scenario; returns the report (also written to disk)."""
+    started = time.perf_counter()
     timer = _Timer()
-    progress = PROGRESS.get()
+    progress = progress_mod.current()
     extractor_cls = lookup(discover_extractors(), config.scenario, "extractor")
     tasks = {name: t for name, t in config.tasks.items() if t.enabled}
     for name in tasks:
@@ -121,12 +220,27 @@ def build(config: BuildConfig) -> dict[str, Any]:
 
     with timer.stage("read"):
         files = _inputs(config)
+        shard_files = chunks(files, config.limits.shard_size)
+        read_keys = [cache_keys.read_key(s) for s in shard_files]
+        build_key = cache_keys.build_key(config, extractor_cls, read_keys)
+        previous = _unchanged_build(config, build_key)
+        if previous is not None:  # nothing changed since the last build of this version: nothing to do
+            previous["reused"] = True
+            previous["timings_s"] = {"check_unchanged": round(time.perf_counter() - started, 4)}
+            write_json(out / "report.json", previous)
+            return previous
+        reader = _cached(read_shard, config)
         reads = _gather(
-            [read_shard.submit(s) for s in chunks(files, config.limits.shard_size)], "read", progress
+            [reader.submit(s, k) for s, k in zip(shard_files, read_keys, strict=True)], "read", progress
         )
         verdicts = load_reports(config.reports)
     trajs = [t for r in reads for t in r.trajectories]
     problems: list[Problem] = [p for r in reads for p in r.problems] + verdicts.problems
+    redactor = hygiene.make_redactor(config.privacy)
+    with timer.stage("redact"):  # before extraction, so no truncation can cut a secret in half
+        scrubbed = redact_trajectories(trajs, redactor)
+    trajs = scrubbed.trajectories
+    problems += scrubbed.problems
 
     with timer.stage("keep"):
         kept = stages.label_and_keep(
@@ -145,30 +259,76 @@ def build(config: BuildConfig) -> dict[str, Any]:
         for name, t in tasks.items()
     }
     with timer.stage("extract"):
+        # what the extractor learns from every labelled run, failed ones included (e.g. fixes that failed)
+        observed = stages.observe_runs(extractor_cls, kept.labelled)
         shards = chunks(kept.kept, max(1, config.limits.shard_size // 4))
+        extractor_task = _cached(extract_shard, config)
+        observed_key = cache_keys.trajectories_key(kept.labelled) if observed is not None else ""
         extracted = _gather(
-            [extract_shard.submit(config.scenario, s, options) for s in shards], "extract", progress
+            [
+                extractor_task.submit(
+                    config.scenario,
+                    s,
+                    options,
+                    observed,
+                    cache_keys.extract_key(extractor_cls, s, options, observed_key),
+                )
+                for s in shards
+            ],
+            "extract",
+            progress,
         )
     golds = [g for gs, _ in extracted for g in gs]
     problems += [p for _, ps in extracted for p in ps]
 
     questions: list[Question] = []
+    llm_usage: dict[str, Any] | None = None
     with timer.stage("generate"):
-        for name in tasks:
-            task_golds = [g for g in golds if g.task == name]
-            pool = stages.pool_of(task_golds)
-            futures = [
-                generate_shard.submit(config, s, pool, specs[name].n_options)
-                for s in chunks(task_golds, config.limits.shard_size)
-            ]
-            for qs, ps in _gather(futures, f"generate {name}", progress):
-                questions += qs
-                problems += ps
+        # One generator per build: LLM shards share its client pool, limiter, cache and ledger. Dask
+        # workers are other processes, so there each shard makes its own from the config.
+        generator = make_generator(config)
+        shared = generator if config.limits.task_runner == "threads" else None
+        generator_task = _cached(generate_shard, config)
+        try:
+            for name in tasks:
+                task_golds = [g for g in golds if g.task == name]
+                pool = stages.pool_of(task_golds)
+                pool_key = cache_keys.pool_key(pool)
+                futures = [
+                    generator_task.submit(
+                        config,
+                        s,
+                        pool,
+                        specs[name].n_options,
+                        shared,
+                        cache_keys.generate_key(config, generator, s, pool_key, specs[name].n_options),
+                    )
+                    for s in chunks(task_golds, config.limits.shard_size)
+                ]
+                for qs, ps in _gather(futures, f"generate {name}", progress):
+                    questions += qs
+                    problems += ps
+        finally:
+            if hasattr(generator, "usage_report"):
+                llm_usage = generator.usage_report()
+            if hasattr(generator, "close"):
+                generator.close()
+
+    with timer.stage("redact"):
+        redacted = redact_questions(questions, redactor)
+    with timer.stage("dedup"):
+        deduped = dedup_questions(
+            redacted.questions, config.dedup.near_duplicate_threshold, config.dedup.num_perm
+        )
+    problems += redacted.problems + deduped.problems
 
     with timer.stage("check"):
-        passed, found = stages.check_stage(questions)
+        passed, found = stages.check_stage(deduped.kept)
         problems += found
-        balanced = balance_positions(passed, config.seed)
+    with timer.stage("contamination"):
+        contamination = hygiene.contamination_stage(passed, config.contamination)
+        problems += contamination.problems
+        balanced = balance_positions(contamination.kept, config.seed)
 
     with timer.stage("write"):
         by_task: dict[str, list[dict[str, Any]]] = {name: [] for name in tasks}
@@ -176,15 +336,40 @@ def build(config: BuildConfig) -> dict[str, Any]:
             by_task[q.task].append(question_row(q))
         for name, rows in by_task.items():
             write_parquet(out / "candidates" / f"{name}.parquet", rows_table(config.scenario, name, rows))
+        problems = redact_problems(problems, redactor)  # reader errors may quote raw input
         write_jsonl(out / "quarantine.jsonl", (p.model_dump() for p in problems))
+        shown = hygiene.redaction_rows(balanced)
+        write_jsonl(out / "redactions.jsonl", shown)
     report = _report(config, files, trajs, kept, golds, by_task, problems, timer)
+    if llm_usage is not None:
+        report["llm"] = llm_usage  # tokens and cost per task and per model
+    report["secrets"] = hygiene.secrets_report(
+        redactor.found, scrubbed.redacted, redacted.redacted, len(scrubbed.problems), shown
+    )
+    report["dedup"] = {
+        "trajectories": sum(p.reason == "duplicate_trajectory" for p in kept.problems),
+        "items_exact": deduped.exact,
+        "items_near": deduped.near,
+    }
+    report["contamination"] = contamination.report
+    report["review"] = enqueue_for_review(
+        str(config.queue_path()), balanced, config.version, list(tasks), config.review.reviews_per_item
+    )
+    report["changelog"] = report["review"].get(
+        "changelog", {}
+    )  # added/removed/changed per task vs the last build
+    report["quality"] = build_quality(by_task, config.quality)
+    html_report = write_build_report(out, report, by_task, [len(t.steps) for t in kept.kept])
+    report["report_html"] = str(html_report)
+    report["build_key"] = build_key
     write_json(out / "report.json", report)
+    attach_report_artifact(report, html_report)
     return report
 
 
 def _report(
     config: BuildConfig,
-    files: list[tuple[str, str | None]],
+    files: list[tuple[str, str | None, str]],
     trajs: list[Trajectory],
     kept: stages.KeepResult,
     golds: list[GoldStep],
@@ -224,14 +409,29 @@ def _report(
     }
 
 
+def task_runner(config: BuildConfig) -> Any:
+    """The configured task runner: a thread pool, or Dask (an existing scheduler, or a LocalCluster)."""
+    if config.limits.task_runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        if config.limits.dask_address:
+            return DaskTaskRunner(address=config.limits.dask_address)
+        return DaskTaskRunner(
+            cluster_kwargs={
+                "n_workers": config.limits.dask_workers,
+                "threads_per_worker": 1,
+                "processes": True,
+                "dashboard_address": None,
+            }
+        )
+    return ThreadPoolTaskRunner(max_workers=config.limits.max_workers)
+
+
 def run_build(config: BuildConfig, progress: Progress | None = None) -> dict[str, Any]:
-    """Run the flow with the configured thread pool (and an optional progress callback)."""
-    runner = ThreadPoolTaskRunner(max_workers=config.limits.max_workers)
-    token = PROGRESS.set(progress)
-    try:
+    """Run the flow with the configured task runner (and an optional progress callback)."""
+    runner = task_runner(config)
+    with progress_mod.reporting(progress):
         return build.with_options(task_runner=runner)(config)
-    finally:
-        PROGRESS.reset(token)
 
 
 __all__ = ["build", "chunks", "make_generator", "run_build"]

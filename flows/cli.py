@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.review import review_command
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
 err = Console(stderr=True)
 out = Console()
@@ -103,8 +105,30 @@ def print_summary(report: dict[str, Any]) -> None:
     table.add_row("dropped", f"{c['dropped']}  {_fmt(report['dropped_by_reason'])}")
     table.add_row("questions", f"{c['questions']}  {_fmt(report['questions_by_task'])}")
     table.add_row("quarantined", f"{c['quarantined']}  {_fmt(report['problems_by_reason'])}")
+    if report.get("quality"):
+        flags = report["quality"]["flags"]
+        table.add_row(
+            "baselines", ("[bold red]FLAGGED[/] " + _fmt(flags)) if flags else "every task within its bounds"
+        )
     table.add_row("time (s)", _fmt(report["timings_s"]))
+    for task, models in (report.get("llm") or {}).get("by_task", {}).items():  # LLM tokens and cost
+        for model, u in models.items():
+            table.add_row(
+                f"llm {task} {model}",
+                f"in={u['tokens_in']} out={u['tokens_out']} ${u['cost_usd']:.4f}  "
+                f"requests={u['requests']} cache_hits={u['cache_hits']} failures={u['failures']}",
+            )
+    if report.get("llm"):
+        llm = report["llm"]
+        cap = "" if llm["budget_usd"] is None else f" of ${llm['budget_usd']:g}"
+        cap += " (budget exhausted)" if llm["budget_exhausted"] else ""
+        unpriced = f"  unpriced: {', '.join(llm['unpriced_models'])}" if llm["unpriced_models"] else ""
+        table.add_row("llm spent", f"${llm['spent_usd']:.4f}{cap}{unpriced}")
     table.add_row("output", report["output_dir"])
+    if report.get("reused"):
+        table.add_row("reused", "nothing changed since the last build of this version: its outputs stand")
+    if report.get("report_html"):
+        table.add_row("report", report["report_html"])
     out.print(table)
 
 
@@ -122,12 +146,15 @@ def inspect(
 ) -> None:
     """One line per trajectory: file, reader, instance id, steps, success label and deciding signal."""
     from extractors.discovery import discover_readers
+    from extractors.readers.bundles import find_run_inputs
     from extractors.readers.records import find_inputs
     from extractors.readers.reports import load_reports
     from flows import stages
 
     report_files = {str(f) for f in find_inputs([str(r) for r in reports or []])}
-    files = [(str(f), None) for f in find_inputs([str(p) for p in paths]) if str(f) not in report_files]
+    files = [
+        (str(f), None, str(p)) for p in paths for f in find_run_inputs([str(p)]) if str(f) not in report_files
+    ]
     result = stages.read_stage(discover_readers(), files)
     verdicts = load_reports([str(r) for r in reports or []])
     keep = stages.label_and_keep(
@@ -185,9 +212,14 @@ def _display_path(path: str) -> str:
 @app.command()
 def publish(
     config: Annotated[Path, typer.Argument(help="The build config whose verified items to release.")],
-    repo: Annotated[str | None, typer.Option("--repo", help="Hub dataset repo id (default: the config's publish.repo_id).")] = None,
+    repo: Annotated[
+        str | None,
+        typer.Option("--repo", help="Hub dataset repo id (default: the config's publish.repo_id)."),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Publish even if the Hub repo moved since the last publish.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Publish even if the Hub repo moved since the last publish.")
+    ] = False,
 ) -> None:
     """Release accepted items: Parquet + dataset card + APTBench JSONL + lm-eval YAML, one Hub commit."""
     from flows.config import ConfigError, load_config
@@ -198,11 +230,11 @@ def publish(
         err.print(f"[bold red]invalid config[/]\n{exc}", highlight=False)
         raise typer.Exit(2) from None
     _quiet_prefect()
+    from huggingface_hub.errors import HfHubHTTPError
+
     from flows.hub import HubRefused
     from flows.publish import PublishRefused
     from flows.publish import publish as publish_flow
-
-    from huggingface_hub.errors import HfHubHTTPError
 
     try:
         result = publish_flow(cfg, repo_id=repo, dry_run=dry_run, force=force)
@@ -211,35 +243,57 @@ def publish(
         raise typer.Exit(1) from None
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
-        err.print(f"[bold red]hub error {status}:[/] {str(exc).splitlines()[0]} (the local release folder was written)",
-                  highlight=False)
+        err.print(
+            f"[bold red]hub error {status}:[/] {str(exc).splitlines()[0]} (the local release folder was written)",
+            highlight=False,
+        )
         raise typer.Exit(1) from None
     plan = result["plan"]
-    table = Table(title=f"aptforge publish: {cfg.scenario} {plan['version']}" + (" (dry run)" if dry_run else ""),
-                  title_justify="left")
+    table = Table(
+        title=f"aptforge publish: {cfg.scenario} {plan['version']}" + (" (dry run)" if dry_run else ""),
+        title_justify="left",
+    )
     for col in ("config", "items", "added", "removed", "changed"):
         table.add_column(col)
     for name, n in plan["counts"].items():
         c = plan["changes"].get(name, {})
-        table.add_row(name, str(n), str(c.get("added", 0)), str(c.get("removed", 0)), str(c.get("changed", 0)))
+        table.add_row(
+            name, str(n), str(c.get("added", 0)), str(c.get("removed", 0)), str(c.get("changed", 0))
+        )
     out.print(table)
-    out.print(f"files: {len(plan['files'])} ({sum(plan['files'].values())} bytes); excluded: {_fmt(plan['excluded'])}",
-              highlight=False)
-    out.print(f"release folder: {plan['release_dir']}" + (" (not written)" if dry_run else ""), highlight=False)
+    out.print(
+        f"files: {len(plan['files'])} ({sum(plan['files'].values())} bytes); excluded: {_fmt(plan['excluded'])}",
+        highlight=False,
+    )
+    out.print(
+        f"release folder: {plan['release_dir']}" + (" (not written)" if dry_run else ""), highlight=False
+    )
     pushed = result.get("pushed")
     if pushed:
-        what = f"commit {pushed['commit'][:12]}" if pushed["created_commit"] else "no new commit (identical content)"
+        what = (
+            f"commit {pushed['commit'][:12]}"
+            if pushed["created_commit"]
+            else "no new commit (identical content)"
+        )
         out.print(f"hub: {pushed['repo_id']} {what}, tag {pushed['tag']}", highlight=False)
     elif plan["repo_id"] and dry_run:
-        out.print(f"hub: would push to {plan['repo_id']} as one commit, tag {plan['version']}", highlight=False)
+        out.print(
+            f"hub: would push to {plan['repo_id']} as one commit, tag {plan['version']}", highlight=False
+        )
 
 
 @app.command()
 def audit(
-    paths: Annotated[list[Path], typer.Argument(help="APTBench JSONL, aptforge candidate/published Parquet, or folders.")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="APTBench JSONL, aptforge candidate/published Parquet, or folders.")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the audit as one JSON document.")] = False,
-    config: Annotated[Path | None, typer.Option("--config", help="Build config whose `quality` bounds/overrides apply.")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a task is flagged and not overridden.")] = False,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Build config whose `quality` bounds/overrides apply.")
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when a task is flagged and not overridden.")
+    ] = False,
 ) -> None:
     """Per task: items, options, chance, each model-free baseline against its bound, position chi², gate findings."""
     from flows.audit import audit_json, audit_paths, render_audit
@@ -263,6 +317,28 @@ def audit(
         raise typer.Exit(2)
     if strict and any(not t["publishable"] for t in data["tasks"].values()):
         raise typer.Exit(1)
+
+
+app.command("review")(review_command)
+
+
+@app.command()
+def serve(
+    config_dir: Annotated[
+        Path, typer.Option("--configs", help="Folder of build configs; those with a `schedule` are served.")
+    ] = Path("configs"),
+    limit: Annotated[int | None, typer.Option("--limit", help="At most this many concurrent runs.")] = None,
+) -> None:
+    """Serve scheduled rebuilds: one Prefect deployment per config with a `schedule` (blocks)."""
+    _quiet_prefect()
+    from flows.config import ConfigError
+    from flows.deployments import serve_configs
+
+    try:
+        serve_configs(config_dir, limit=limit)
+    except ConfigError as exc:
+        err.print(f"[bold red]nothing to serve:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from None
 
 
 def main() -> None:

@@ -7,10 +7,10 @@ works from any working directory. Paths given on the command line are taken as t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from schemas import content_id
 
@@ -41,13 +41,66 @@ class TaskConfig(_Config):
     """Observations longer than this are truncated (head and tail kept)."""
 
 
+class PriceConfig(_Config):
+    """A model's price in USD per million tokens (check the provider's current price list)."""
+
+    input: float = Field(ge=0)
+    """USD per million prompt tokens."""
+    output: float = Field(ge=0)
+    """USD per million completion tokens."""
+
+
 class GeneratorConfig(_Config):
-    """Which distractor generator, and its settings."""
+    """Which distractor generator, and its settings (the LLM ones apply to `openai`, `anthropic`,
+    `openai-compatible`; API keys never live here: only `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`)."""
 
     name: str = "offline"
-    """`offline` (default, no network) or an LLM generator name."""
+    """`offline` (default, no network), `openai`, `anthropic` or `openai-compatible`."""
     near_duplicate: float = Field(0.85, gt=0, le=1)
     """Distractors at least this similar to the gold (or to each other) are refused."""
+    model: str | None = None
+    """LLM model id; else env `APTFORGE_OPENAI_MODEL` / `APTFORGE_ANTHROPIC_MODEL` /
+    `APTFORGE_OPENAI_COMPATIBLE_MODEL`, else the generator's default (openai-compatible: the server's first model)."""
+    base_url: str | None = None
+    """API base URL; else env `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`, else the provider's."""
+    max_concurrency: int = Field(16, ge=1)
+    """LLM requests in flight at once (per provider, across all shards)."""
+    rpm: int | None = Field(None, ge=1)
+    """Requests per minute (none: unlimited)."""
+    tpm: int | None = Field(None, ge=1)
+    """Tokens per minute, prompt estimate plus output limit (none: unlimited)."""
+    temperature: float | None = Field(None, ge=0, le=2)
+    """Sampling temperature (none: the provider's default; reasoning models accept no other)."""
+    max_output_tokens: int = Field(1024, ge=16)
+    """Output token limit per request (doubled on the retry after a cut reply)."""
+    max_context_chars: int = Field(24000, ge=1000)
+    """Trajectory characters a distractor prompt may carry (the middle is cut beyond)."""
+    structured_output: str = Field("auto", pattern=r"^(auto|json_schema|tool|json_object|none)$")
+    """`auto` (OpenAI: strict json_schema; Anthropic: forced tool), `json_schema`, `tool`, `json_object`, `none`."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Per-request timeout of the SDK client."""
+    max_retries: int = Field(4, ge=0)
+    """SDK retries of 408/409/429/5xx and connection errors (honouring Retry-After)."""
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    """Model id -> price; models without one are reported as unpriced (cost 0)."""
+    budget_usd: float | None = Field(None, ge=0)
+    """Spend cap of one build; items beyond it end as `no_distractors` Problems."""
+    cache_path: str | None = None
+    """SQLite response cache (and batch ids); default `<out_dir>/llm_cache.sqlite`."""
+    batch: bool = False
+    """Use the provider's batch API (half price, hours of latency; resumable across runs)."""
+    batch_poll_s: float = Field(30.0, gt=0)
+    """Seconds between batch status polls."""
+    batch_max_wait_s: float = Field(86400.0, gt=0)
+    """Longest a build waits for a batch; later its items are `batch_pending` and the next run collects."""
+    batch_price_factor: float = Field(0.5, ge=0, le=1)
+    """Batch price as a share of the online price."""
+    prompt_versions: dict[str, int] = Field(default_factory=dict)
+    """Pin prompt files: `"<scenario>.<task>": version` (default: the highest version)."""
+
+    def cache_file(self, out_dir: str) -> Path:
+        """The response cache: `cache_path`, or `<out_dir>/llm_cache.sqlite`."""
+        return Path(self.cache_path) if self.cache_path else Path(out_dir) / "llm_cache.sqlite"
 
 
 class Limits(_Config):
@@ -57,6 +110,33 @@ class Limits(_Config):
     """Input files per read shard / gold steps per generate shard."""
     max_workers: int = Field(4, ge=1)
     """Concurrent task workers (thread pool size)."""
+    task_runner: Literal["threads", "dask"] = "threads"
+    """Where shard tasks run: a thread pool (default) or Dask (`prefect-dask`)."""
+    dask_address: str | None = None
+    """An existing Dask scheduler (`tcp://host:8786`); without one a LocalCluster is started."""
+    dask_workers: int = Field(2, ge=1)
+    """Worker processes of the LocalCluster."""
+    cache: bool = True
+    """Cache shard results under `<out_dir>/.cache` with explicit keys, so reruns and resumed runs skip done work."""
+
+
+class ScheduleConfig(_Config):
+    """When `aptforge serve` rebuilds this benchmark."""
+
+    cron: str | None = None
+    """Cron expression (e.g. `0 3 * * 1`); takes precedence over `interval_seconds`."""
+    interval_seconds: float | None = Field(None, gt=0)
+    """Fixed interval between runs, when no cron is given."""
+    timezone: str = "UTC"
+    """Time zone of the cron expression."""
+    enabled: bool = True
+    """Serve this schedule."""
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ScheduleConfig:
+        if not self.cron and not self.interval_seconds:
+            raise ValueError("a schedule needs `cron` or `interval_seconds`")
+        return self
 
 
 class PublishConfig(_Config):
@@ -68,6 +148,15 @@ class PublishConfig(_Config):
     """Create the Hub repo private."""
     license: str = "apache-2.0"
     """License in the dataset card."""
+
+
+class ReviewConfig(_Config):
+    """The human review queue the build fills (see `annotations/`)."""
+
+    queue: str | None = None
+    """SQLite queue file; default `<out_dir>/<scenario>/queue.sqlite` (shared by versions, so verdicts carry over)."""
+    reviews_per_item: int = Field(1, ge=1)
+    """Reviews of its current content an item needs; the majority decides (2+ gives agreement figures)."""
 
 
 class QualityConfig(_Config):
@@ -92,7 +181,9 @@ class QualityConfig(_Config):
         for task, per in bounds.items():
             for name, value in per.items():
                 if name not in BASELINES:
-                    raise ValueError(f"task {task!r}: unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+                    raise ValueError(
+                        f"task {task!r}: unknown baseline {name!r}; known: {', '.join(BASELINES)}"
+                    )
                 if not 0 <= value <= 1:
                     raise ValueError(f"task {task!r}: bound of {name!r} must be an accuracy in [0, 1]")
         return bounds
@@ -104,6 +195,43 @@ class QualityConfig(_Config):
             if not reason.strip():
                 raise ValueError(f"task {task!r}: an override needs a reason")
         return overrides
+
+
+class PrivacyConfig(_Config):
+    """What is redacted besides credentials (secrets are always redacted; see generators/secrets.py)."""
+
+    redact_emails: bool = False
+    """Also redact e-mail addresses as `<REDACTED:email>`."""
+    redact_phones: bool = False
+    """Also redact phone numbers as `<REDACTED:phone>`."""
+    detect_secrets: bool = True
+    """Run the detect-secrets plugins beside aptforge's own patterns."""
+
+
+class DedupConfig(_Config):
+    """Near-duplicate items within a version (exact duplicates and copied runs are always dropped)."""
+
+    near_duplicate_threshold: float = Field(0.9, gt=0, le=1)
+    """Context MinHash Jaccard (and answer similarity) at which an item duplicates another."""
+    num_perm: int = Field(128, ge=16, le=1024)
+    """MinHash permutations."""
+
+
+class ContaminationConfig(_Config):
+    """N-gram overlap of new items with earlier releases and reference corpora."""
+
+    reference: list[str] = Field(default_factory=list)
+    """Reference rows (JSONL / Parquet files or folders), e.g. APTBench's `input_data.jsonl` files."""
+    previous_versions: list[str] = Field(default_factory=list)
+    """Folders (or files) of earlier published versions' rows."""
+    ngram: int = Field(13, ge=1, le=64)
+    """Word n-gram length."""
+    min_overlap: float = Field(0.5, gt=0, le=1)
+    """Share of an item's n-grams found in a source at which the item is flagged."""
+    boilerplate_share: float = Field(0.5, gt=0, le=1)
+    """N-grams in at least this share of a task's trajectories (system prompts) are not counted."""
+    drop: bool = False
+    """Drop flagged items (default: report them only)."""
 
 
 class BuildConfig(_Config):
@@ -133,8 +261,18 @@ class BuildConfig(_Config):
     """Sharding and concurrency."""
     publish: PublishConfig = PublishConfig()
     """Release settings."""
+    schedule: ScheduleConfig | None = None
+    """Rebuild schedule served by `aptforge serve` (none: not scheduled)."""
     quality: QualityConfig = QualityConfig()
     """Baseline bounds and overrides (a flagged task is refused at publish unless overridden)."""
+    review: ReviewConfig = ReviewConfig()
+    """Human review queue."""
+    privacy: PrivacyConfig = PrivacyConfig()
+    """Secret and personal-data redaction."""
+    dedup: DedupConfig = DedupConfig()
+    """Duplicate items and runs."""
+    contamination: ContaminationConfig = ContaminationConfig()
+    """Overlap with earlier releases and reference corpora."""
 
     @field_validator("tasks")
     @classmethod
@@ -147,6 +285,14 @@ class BuildConfig(_Config):
     def output_dir(self) -> Path:
         """`<out_dir>/<scenario>/<version>`."""
         return Path(self.out_dir) / self.scenario / self.version
+
+    def queue_path(self) -> Path:
+        """The review queue file: `review.queue`, or `<out_dir>/<scenario>/queue.sqlite`."""
+        return (
+            Path(self.review.queue)
+            if self.review.queue
+            else Path(self.out_dir) / self.scenario / "queue.sqlite"
+        )
 
     def fingerprint(self) -> str:
         """Hash of the whole config (goes into report and manifest)."""
@@ -187,6 +333,14 @@ def load_config(path: str | Path, **overrides: Any) -> BuildConfig:
     raw["reports"] = [_resolve(base, r) if isinstance(r, str) else r for r in raw.get("reports") or []]
     if isinstance(raw.get("out_dir"), str):
         raw["out_dir"] = _resolve(base, raw["out_dir"])
+    if isinstance(raw.get("review"), dict) and isinstance(raw["review"].get("queue"), str):
+        raw["review"]["queue"] = _resolve(base, raw["review"]["queue"])
+    if isinstance(raw.get("generator"), dict) and isinstance(raw["generator"].get("cache_path"), str):
+        raw["generator"]["cache_path"] = _resolve(base, raw["generator"]["cache_path"])
+    contamination = raw.get("contamination")
+    for key in ("reference", "previous_versions"):
+        if isinstance(contamination, dict) and isinstance(contamination.get(key), list):
+            contamination[key] = [_resolve(base, p) if isinstance(p, str) else p for p in contamination[key]]
     for key, value in overrides.items():
         if value is None:
             continue

@@ -78,14 +78,20 @@ def contamination_stage(questions: list[Question], config: ContaminationConfig) 
     if not config.reference and not config.previous_versions:
         return ContaminationStage(questions, [], {"checked": False})
     index, problems = load_index(config)
-    result = measure(questions, index, config.min_overlap, config.boilerplate_share,
-                     "error" if config.drop else "warning")
+    result = measure(
+        questions, index, config.min_overlap, config.boilerplate_share, "error" if config.drop else "warning"
+    )
     flagged = {o.item_id for o in result.flagged}
     kept = [q for q in questions if q.item_id not in flagged] if config.drop else questions
     report = {
-        "checked": True, "ngram": config.ngram, "min_overlap": config.min_overlap, "drop": config.drop,
-        "reference_rows": dict(index.rows), "flagged": len(flagged),
-        "dropped": len(questions) - len(kept), "by_task": result.by_task,
+        "checked": True,
+        "ngram": config.ngram,
+        "min_overlap": config.min_overlap,
+        "drop": config.drop,
+        "reference_rows": dict(index.rows),
+        "flagged": len(flagged),
+        "dropped": len(questions) - len(kept),
+        "by_task": result.by_task,
     }
     return ContaminationStage(kept, problems + result.problems, report)
 
@@ -100,8 +106,13 @@ def redaction_rows(questions: Iterable[Question]) -> list[dict[str, Any]]:
     return rows
 
 
-def secrets_report(found: Counter[str], trajectories: Counter[str], questions: Counter[str],
-                   runs_redacted: int, items: list[dict[str, Any]]) -> dict[str, Any]:
+def secrets_report(
+    found: Counter[str],
+    trajectories: Counter[str],
+    questions: Counter[str],
+    runs_redacted: int,
+    items: list[dict[str, Any]],
+) -> dict[str, Any]:
     """report.json's `secrets` section: counts per kind only."""
     shown: Counter[str] = Counter()
     for row in items:
@@ -125,7 +136,10 @@ def scan_release(folder: str | Path, options: PrivacyOptions | None = None) -> l
         rel = str(path.relative_to(root))
         if path.suffix == ".parquet":
             for batch in pq.ParquetFile(path).iter_batches(batch_size=256):
-                findings += [f._replace(where=f"{rel}:{f.where}") for f in scan_rows(batch.to_pylist(), scanner=scanner)]
+                findings += [
+                    f._replace(where=f"{rel}:{f.where}")
+                    for f in scan_rows(batch.to_pylist(), scanner=scanner)
+                ]
         elif path.suffix in _TEXT_SUFFIXES or path.stat().st_size < 1_000_000:
             text = path.read_bytes().decode("utf-8", errors="replace")
             for lineno, line in enumerate(text.splitlines(), start=1):
@@ -141,6 +155,14 @@ def assert_release_clean(folder: str | Path, options: PrivacyOptions | None = No
 
 
 __all__ = [
-    "ContaminationStage", "assert_release_clean", "contamination_stage", "iter_rows", "load_index",
-    "make_redactor", "privacy_options", "redaction_rows", "scan_release", "secrets_report",
+    "ContaminationStage",
+    "assert_release_clean",
+    "contamination_stage",
+    "iter_rows",
+    "load_index",
+    "make_redactor",
+    "privacy_options",
+    "redaction_rows",
+    "scan_release",
+    "secrets_report",
 ]

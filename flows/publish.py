@@ -86,7 +86,9 @@ def _overrides(config: BuildConfig) -> dict[str, str]:
     return dict(overrides or {})
 
 
-def _secret_findings(config: BuildConfig, rows_by_task: Mapping[tuple[str, str], list[dict[str, Any]]]) -> list[str]:
+def _secret_findings(
+    config: BuildConfig, rows_by_task: Mapping[tuple[str, str], list[dict[str, Any]]]
+) -> list[str]:
     from flows.hygiene import privacy_options
     from generators.secrets import scan_rows
 
@@ -168,7 +170,9 @@ def _baselines(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_release(folder: Path, files: Mapping[str, bytes], check: Callable[[Path], None] | None = None) -> None:
+def write_release(
+    folder: Path, files: Mapping[str, bytes], check: Callable[[Path], None] | None = None
+) -> None:
     """Write the whole folder beside the old one, run `check` on it, then swap; the old one survives any failure."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=folder.parent))

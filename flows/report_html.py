@@ -43,8 +43,11 @@ def _save(fig: Any, target: Path) -> None:
 
 
 def _mcq_rows(rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, list[Mapping[str, Any]]]:
-    return {t: [r for r in rows if r.get("options")] for t, rows in rows_by_task.items()
-            if any(r.get("options") for r in rows)}
+    return {
+        t: [r for r in rows if r.get("options")]
+        for t, rows in rows_by_task.items()
+        if any(r.get("options") for r in rows)
+    }
 
 
 def _integer_ticks(axis: Any) -> None:
@@ -85,7 +88,13 @@ def chart_option_lengths(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[s
         gold = [len(r["options"][r["gold_index"]]) for r in rows]
         wrong = [len(o) for r in rows for i, o in enumerate(r["options"]) if i != r["gold_index"]]
         bins = max(5, min(30, len(wrong) // 3))
-        ax.hist([gold, wrong], bins=bins, density=True, label=["gold", "distractors"], color=["#55a868", "#8172b2"])
+        ax.hist(
+            [gold, wrong],
+            bins=bins,
+            density=True,
+            label=["gold", "distractors"],
+            color=["#55a868", "#8172b2"],
+        )
         ax.set_title(f"{task}: option length")
         ax.set_xlabel("characters")
         ax.legend()
@@ -101,7 +110,9 @@ def chart_baselines(fig: Any, quality: Mapping[str, Any]) -> None:
         names = list(e["baselines"])
         colors = ["#c44e52" if b in e["exceeded"] else "#4c72b0" for b in names]
         ax.bar(names, [100 * e["baselines"][b] for b in names], color=colors)
-        ax.scatter(names, [100 * e["bounds"][b] for b in names], marker="_", s=400, color="black", label="bound")
+        ax.scatter(
+            names, [100 * e["bounds"][b] for b in names], marker="_", s=400, color="black", label="bound"
+        )
         ax.axhline(100 * e["chance"], color="#55a868", linestyle="--", label="chance")
         ax.set_ylim(0, 100)
         ax.set_ylabel("accuracy %")
@@ -110,7 +121,9 @@ def chart_baselines(fig: Any, quality: Mapping[str, Any]) -> None:
         ax.legend(loc="upper right")
 
 
-def chart_lengths(fig: Any, traj_steps: Sequence[int], rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+def chart_lengths(
+    fig: Any, traj_steps: Sequence[int], rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> None:
     """Kept trajectories' step counts and each task's context length."""
     left, right = fig.subplots(1, 2)
     if traj_steps:
@@ -138,8 +151,10 @@ def _shown(row: Mapping[str, Any]) -> Mapping[str, Any]:
 def chart_reasons(fig: Any, report: Mapping[str, Any]) -> None:
     """Why trajectories were dropped and which problems were found."""
     left, right = fig.subplots(1, 2)
-    for ax, counts, title in ((left, report.get("dropped_by_reason") or {}, "dropped trajectories"),
-                              (right, report.get("problems_by_reason") or {}, "problems by reason")):
+    for ax, counts, title in (
+        (left, report.get("dropped_by_reason") or {}, "dropped trajectories"),
+        (right, report.get("problems_by_reason") or {}, "problems by reason"),
+    ):
         if not counts:
             _empty(ax, f"no {title}")
             continue
@@ -150,15 +165,23 @@ def chart_reasons(fig: Any, report: Mapping[str, Any]) -> None:
         _integer_ticks(ax.xaxis)
 
 
-def render_charts(out_dir: Path, report: Mapping[str, Any], rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
-                  traj_steps: Sequence[int]) -> list[Chart]:
+def render_charts(
+    out_dir: Path,
+    report: Mapping[str, Any],
+    rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
+    traj_steps: Sequence[int],
+) -> list[Chart]:
     """Draw every chart into `<out_dir>/charts/`."""
     n_tasks = max(1, len(_mcq_rows(rows_by_task)))
     width = max(8.0, 4.2 * n_tasks)
     plan: list[tuple[str, str, Callable[[Any], None]]] = [
         ("gold_positions", "Gold positions", lambda f: chart_positions(f, rows_by_task)),
         ("option_lengths", "Gold vs distractor length", lambda f: chart_option_lengths(f, rows_by_task)),
-        ("baselines", "Model-free baselines vs chance", lambda f: chart_baselines(f, report.get("quality") or {})),
+        (
+            "baselines",
+            "Model-free baselines vs chance",
+            lambda f: chart_baselines(f, report.get("quality") or {}),
+        ),
         ("lengths", "Trajectory and context lengths", lambda f: chart_lengths(f, traj_steps, rows_by_task)),
         ("reasons", "Drop and problem reasons", lambda f: chart_reasons(f, report)),
     ]
@@ -188,40 +211,61 @@ def _quality_rows(quality: Mapping[str, Any]) -> list[list[Any]]:
         state = ("FLAGGED: " + e["why"]) if e["flagged"] else "ok"
         if e["flagged"] and e.get("override"):
             state += f" (overridden: {e['override']})"
-        rows.append([task, e["n_items"], f"{e['chance']:.1%}", accs,
-                     f"{e['position_chi2']:.2f} / {e['position_dof']} / p={e['position_p']:.3g}",
-                     ", ".join(f"{k}={v}" for k, v in e["findings"].items()) or "-", state])
+        rows.append(
+            [
+                task,
+                e["n_items"],
+                f"{e['chance']:.1%}",
+                accs,
+                f"{e['position_chi2']:.2f} / {e['position_dof']} / p={e['position_p']:.3g}",
+                ", ".join(f"{k}={v}" for k, v in e["findings"].items()) or "-",
+                state,
+            ]
+        )
     return rows
 
 
-_CSS = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
-        "img{max-width:100%;border:1px solid #eee;margin:.5em 0}")
+_CSS = (
+    "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
+    "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
+    "img{max-width:100%;border:1px solid #eee;margin:.5em 0}"
+)
 
 
 def render_html(report: Mapping[str, Any], charts: Sequence[Chart]) -> str:
     """The report page (all data text escaped)."""
     esc = html.escape
     title = f"aptforge build report: {report.get('scenario', '?')} {report.get('version', '?')}"
-    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>",
-             f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>",
-             f"<p>generator <b>{esc(str(report.get('generator', '?')))}</b>, seed {esc(str(report.get('seed', '')))}, "
-             f"config {esc(str(report.get('config_hash', '')))}</p>",
-             "<h2>Counts</h2>", _table(list((report.get("counts") or {}).items()), ["what", "count"]),
-             "<h2>Quality by task</h2>",
-             _table(_quality_rows(report.get("quality") or {}),
-                    ["task", "items", "chance", "baselines", "position chi² / dof / p", "findings", "state"])]
+    parts = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>",
+        f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>",
+        f"<p>generator <b>{esc(str(report.get('generator', '?')))}</b>, seed {esc(str(report.get('seed', '')))}, "
+        f"config {esc(str(report.get('config_hash', '')))}</p>",
+        "<h2>Counts</h2>",
+        _table(list((report.get("counts") or {}).items()), ["what", "count"]),
+        "<h2>Quality by task</h2>",
+        _table(
+            _quality_rows(report.get("quality") or {}),
+            ["task", "items", "chance", "baselines", "position chi² / dof / p", "findings", "state"],
+        ),
+    ]
     for chart in charts:
         parts.append(f"<h2>{esc(chart.title)}</h2><img src='{esc(chart.file)}' alt='{esc(chart.title)}'>")
     parts.append("<h2>Dropped and problems</h2>")
-    parts.append(_table(list((report.get("dropped_by_reason") or {}).items()), ["dropped because", "trajectories"]))
+    parts.append(
+        _table(list((report.get("dropped_by_reason") or {}).items()), ["dropped because", "trajectories"])
+    )
     parts.append(_table(list((report.get("problems_by_reason") or {}).items()), ["problem", "count"]))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
-def write_build_report(out_dir: str | Path, report: Mapping[str, Any],
-                       rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]], traj_steps: Sequence[int]) -> Path:
+def write_build_report(
+    out_dir: str | Path,
+    report: Mapping[str, Any],
+    rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
+    traj_steps: Sequence[int],
+) -> Path:
     """Write `report.html` and `charts/*.png` into the build output folder; returns the HTML path."""
     out = Path(out_dir)
     charts = render_charts(out, report, rows_by_task, traj_steps)
@@ -232,8 +276,12 @@ def write_build_report(out_dir: str | Path, report: Mapping[str, Any],
 
 def markdown_summary(report: Mapping[str, Any], html_path: str | Path) -> str:
     """The Prefect artifact: per-task quality as a Markdown table and where the full report is."""
-    lines = [f"# aptforge build {report.get('scenario')} {report.get('version')}", "",
-             "| task | items | chance | baselines | position chi² (p) | state |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"# aptforge build {report.get('scenario')} {report.get('version')}",
+        "",
+        "| task | items | chance | baselines | position chi² (p) | state |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in _quality_rows(report.get("quality") or {}):
         task, items, chance, accs, chi, _findings, state = (str(c).replace("|", "/") for c in row)
         lines.append(f"| {task} | {items} | {chance} | {accs} | {chi} | {state} |")
@@ -245,8 +293,17 @@ def attach_report_artifact(report: Mapping[str, Any], html_path: str | Path) -> 
     """Attach the summary to the current Prefect flow run (call inside a flow run)."""
     from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
-    key = re.sub(r"[^a-z0-9-]+", "-", f"build-report-{report.get('scenario')}-{report.get('version')}".lower()).strip("-")
-    create_markdown_artifact(markdown=markdown_summary(report, html_path), key=key,
-                             description="aptforge build quality report (baselines, positions, findings)")
-    create_link_artifact(link=Path(html_path).resolve().as_uri(), link_text="report.html (with charts)",
-                         key=f"{key}-html", description="The full HTML build report in the output folder")
+    key = re.sub(
+        r"[^a-z0-9-]+", "-", f"build-report-{report.get('scenario')}-{report.get('version')}".lower()
+    ).strip("-")
+    create_markdown_artifact(
+        markdown=markdown_summary(report, html_path),
+        key=key,
+        description="aptforge build quality report (baselines, positions, findings)",
+    )
+    create_link_artifact(
+        link=Path(html_path).resolve().as_uri(),
+        link_text="report.html (with charts)",
+        key=f"{key}-html",
+        description="The full HTML build report in the output folder",
+    )

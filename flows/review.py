@@ -42,7 +42,9 @@ def review_summary(queue: Queue) -> dict[str, Any]:
 
     by_task: dict[str, dict[str, int]] = {}
     for task_name in queue.facets()["task"]:
-        by_task[task_name] = {s: queue.count(task=task_name, status=s) for s in ("pending", "accepted", "rejected", "edited")}
+        by_task[task_name] = {
+            s: queue.count(task=task_name, status=s) for s in ("pending", "accepted", "rejected", "edited")
+        }
     return {
         "queue": str(queue.path),
         "reviews_per_item": queue.reviews_per_item,
@@ -51,16 +53,48 @@ def review_summary(queue: Queue) -> dict[str, Any]:
     }
 
 
-def enqueue_and_summarise(path: str | Path, questions: list[Question], batch: str, tasks: list[str],
-                          reviews_per_item: int) -> dict[str, Any]:
+def enqueue_and_summarise(
+    path: str | Path, questions: list[Question], batch: str, tasks: list[str], reviews_per_item: int
+) -> dict[str, Any]:
     """Enqueue a build's questions (one transaction) and summarise the queue for the report (the build's last step)."""
     from annotations.queue import Queue
 
     queue = Queue(path)
     if queue.reviews_per_item != reviews_per_item:
         queue.set_reviews_per_item(reviews_per_item)
+    changes = changelog_against_queue(queue, questions, tasks)
     result = queue.enqueue(questions, batch=batch, tasks=tasks)
-    return {"enqueued": result.as_dict(), **review_summary(queue)}
+    return {"enqueued": result.as_dict(), "changelog": changes, **review_summary(queue)}
+
+
+def changelog_against_queue(
+    queue: Any, questions: list[Question], tasks: list[str]
+) -> dict[str, dict[str, int]]:
+    """Per task, what this build adds, removes, changes and keeps against the items last built into the queue."""
+    from schemas import content_hash
+
+    new = {q.item_id: (q.task, content_hash(q)) for q in questions}
+    scenarios = {q.scenario for q in questions}
+    before: dict[str, tuple[str, str]] = {}
+    for task_name in tasks:
+        offset = 0
+        while True:
+            page = queue.items(task=task_name, limit=1000, offset=offset)
+            before.update(
+                {r.item_id: (r.task, r.built_hash) for r in page if not scenarios or r.scenario in scenarios}
+            )
+            if len(page) < 1000:
+                break
+            offset += 1000
+    out = {t: {"added": 0, "removed": 0, "changed": 0, "unchanged": 0} for t in tasks}
+    for item_id, (task_name, h) in new.items():
+        old = before.get(item_id)
+        key = "added" if old is None else ("unchanged" if old[1] == h else "changed")
+        out.setdefault(task_name, {"added": 0, "removed": 0, "changed": 0, "unchanged": 0})[key] += 1
+    for item_id, (task_name, _) in before.items():
+        if item_id not in new:
+            out[task_name]["removed"] += 1
+    return out
 
 
 def _queue_for(queue: Path | None, config: Path | None) -> Path:
@@ -80,33 +114,70 @@ def _print_summary(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"review queue {summary['queue']} ({summary['reviews_per_item']} review(s) per item)",
-                  title_justify="left")
-    for col in ("task", "pending", "accepted", "rejected", "edited", "items 2+ reviews", "Cohen k", "Fleiss k",
-                "Krippendorff a"):
+    table = Table(
+        title=f"review queue {summary['queue']} ({summary['reviews_per_item']} review(s) per item)",
+        title_justify="left",
+    )
+    for col in (
+        "task",
+        "pending",
+        "accepted",
+        "rejected",
+        "edited",
+        "items 2+ reviews",
+        "Cohen k",
+        "Fleiss k",
+        "Krippendorff a",
+    ):
         table.add_column(col)
     for name, counts in summary["status_by_task"].items():
         a = summary["agreement"].get(name, {})
-        fmt = [("n/a" if a.get(k) is None else f"{a[k]:.3f}") for k in ("cohen_kappa", "fleiss_kappa", "krippendorff_alpha")]
-        table.add_row(name, *(str(counts[s]) for s in ("pending", "accepted", "rejected", "edited")),
-                      str(a.get("items", 0)), *fmt)
+        fmt = [
+            ("n/a" if a.get(k) is None else f"{a[k]:.3f}")
+            for k in ("cohen_kappa", "fleiss_kappa", "krippendorff_alpha")
+        ]
+        table.add_row(
+            name,
+            *(str(counts[s]) for s in ("pending", "accepted", "rejected", "edited")),
+            str(a.get("items", 0)),
+            *fmt,
+        )
     Console().print(table)
 
 
 def review_command(
     queue: Annotated[Path | None, typer.Option("--queue", help="Review queue file (SQLite).")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="Build config whose queue to open.")] = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (tokens required beyond loopback).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (tokens required beyond loopback).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
-    reviews_per_item: Annotated[int | None, typer.Option("--reviews-per-item", min=1, help="Change the queue's review policy.")] = None,
-    agreement: Annotated[bool, typer.Option("--agreement", help="Print status counts and agreement per task, then exit.")] = False,
-    export_labelstudio: Annotated[Path | None, typer.Option("--export-labelstudio", help="Write pending items as Label Studio tasks + config into this folder, then exit.")] = None,
-    import_labelstudio: Annotated[Path | None, typer.Option("--import-labelstudio", help="Apply a Label Studio JSON export as decisions, then exit.")] = None,
+    reviews_per_item: Annotated[
+        int | None, typer.Option("--reviews-per-item", min=1, help="Change the queue's review policy.")
+    ] = None,
+    agreement: Annotated[
+        bool, typer.Option("--agreement", help="Print status counts and agreement per task, then exit.")
+    ] = False,
+    export_labelstudio: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-labelstudio",
+            help="Write pending items as Label Studio tasks + config into this folder, then exit.",
+        ),
+    ] = None,
+    import_labelstudio: Annotated[
+        Path | None,
+        typer.Option(
+            "--import-labelstudio", help="Apply a Label Studio JSON export as decisions, then exit."
+        ),
+    ] = None,
 ) -> None:
     """Serve the review web app for a queue (or print agreement, or exchange tasks with Label Studio)."""
     path = _queue_for(queue, config)
     if not path.is_file():
-        typer.echo(f"no review queue at {path}: run the build first (e.g. `make build-swe`), it enqueues", err=True)
+        typer.echo(
+            f"no review queue at {path}: run the build first (e.g. `make build-swe`), it enqueues", err=True
+        )
         raise typer.Exit(2)
     from annotations.queue import Queue
 
@@ -124,7 +195,9 @@ def review_command(
         tasks = export_tasks(q)
         write_json(export_labelstudio / "tasks.json", tasks)
         write_text(export_labelstudio / "label_config.xml", LABEL_CONFIG)
-        typer.echo(f"{len(tasks)} pending item(s) -> {export_labelstudio / 'tasks.json'} (+ label_config.xml)")
+        typer.echo(
+            f"{len(tasks)} pending item(s) -> {export_labelstudio / 'tasks.json'} (+ label_config.xml)"
+        )
         return
     if import_labelstudio is not None:
         from annotations.labelstudio import import_export
@@ -138,7 +211,9 @@ def review_command(
         tokens = ReviewSettings().token_map()
         from annotations.app import serve
 
-        typer.echo(f"review app for {path}: http://{host}:{port}/  ({'token login' if tokens else 'open mode, loopback only'})")
+        typer.echo(
+            f"review app for {path}: http://{host}:{port}/  ({'token login' if tokens else 'open mode, loopback only'})"
+        )
         serve(q, host=host, port=port, tokens=tokens)
     except ValueError as exc:
         typer.echo(f"cannot start the review app: {exc}", err=True)

@@ -71,8 +71,11 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
 
     settings = settings or load_settings()
     gen = config.generator
-    classes = {"openai": OpenAIGenerator, "anthropic": AnthropicGenerator,
-               "openai-compatible": OpenAICompatibleGenerator}
+    classes = {
+        "openai": OpenAIGenerator,
+        "anthropic": AnthropicGenerator,
+        "openai-compatible": OpenAICompatibleGenerator,
+    }
     if gen.name not in classes:
         raise ValueError(f"unknown LLM generator {gen.name!r}; available: {', '.join(classes)}")
     cls = classes[gen.name]
@@ -81,8 +84,10 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
     key = secret.get_secret_value() if secret is not None else ""
     base_url = gen.base_url or (settings.anthropic_base_url if anthropic_side else settings.openai_base_url)
     if not key and gen.name != "openai-compatible":
-        raise ValueError(f"generator {gen.name!r} needs {'ANTHROPIC' if anthropic_side else 'OPENAI'}_API_KEY "
-                         "in the environment")
+        raise ValueError(
+            f"generator {gen.name!r} needs {'ANTHROPIC' if anthropic_side else 'OPENAI'}_API_KEY "
+            "in the environment"
+        )
     if gen.name == "openai-compatible" and not base_url:
         raise ValueError("generator 'openai-compatible' needs generator.base_url or OPENAI_BASE_URL")
     key = key or PLACEHOLDER_KEY
@@ -90,10 +95,17 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
         import anthropic  # each SDK takes seconds to import: load only the one in use
     else:
         import openai
-    client_args: dict[str, Any] = {"api_key": key, "base_url": base_url, "timeout": gen.timeout_s,
-                                   "max_retries": gen.max_retries}
-    env_model = {"openai": settings.openai_model, "anthropic": settings.anthropic_model,
-                 "openai-compatible": settings.openai_compatible_model}[gen.name]
+    client_args: dict[str, Any] = {
+        "api_key": key,
+        "base_url": base_url,
+        "timeout": gen.timeout_s,
+        "max_retries": gen.max_retries,
+    }
+    env_model = {
+        "openai": settings.openai_model,
+        "anthropic": settings.anthropic_model,
+        "openai-compatible": settings.openai_compatible_model,
+    }[gen.name]
     model = gen.model or env_model or cls.default_model
     if not model:
         with openai.OpenAI(**client_args) as probe:
@@ -102,23 +114,42 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
     if structured == "auto":
         structured = "tool" if anthropic_side else "json_schema"
 
-    ledger = Ledger({m: Price(p.input, p.output) for m, p in gen.prices.items()}, gen.budget_usd,
-                    gen.batch_price_factor)
+    ledger = Ledger(
+        {m: Price(p.input, p.output) for m, p in gen.prices.items()}, gen.budget_usd, gen.batch_price_factor
+    )
     ledger.require_prices(model)
     prompts = PromptLibrary.load(pins=gen.prompt_versions)
     store = ResponseStore(gen.cache_file(config.out_dir))
     if gen.batch:
-        api: Any = (AnthropicBatches(anthropic.Anthropic(**client_args)) if anthropic_side
-                    else OpenAIBatches(openai.OpenAI(**client_args), cls.provider))
-        runner: Any = BatchRunner(api, store, ledger, poll_s=gen.batch_poll_s, max_wait_s=gen.batch_max_wait_s,
-                                  secrets=[key])
+        api: Any = (
+            AnthropicBatches(anthropic.Anthropic(**client_args))
+            if anthropic_side
+            else OpenAIBatches(openai.OpenAI(**client_args), cls.provider)
+        )
+        runner: Any = BatchRunner(
+            api, store, ledger, poll_s=gen.batch_poll_s, max_wait_s=gen.batch_max_wait_s, secrets=[key]
+        )
     else:
-        client: Any = (AnthropicMessages(anthropic.AsyncAnthropic(**client_args)) if anthropic_side
-                       else OpenAIChat(openai.AsyncOpenAI(**client_args)))
-        runner = LLMEngine(client, store, ledger, Limiter(gen.max_concurrency, gen.rpm, gen.tpm), secrets=[key])
-    return cls(runner=runner, ledger=ledger, prompts=prompts, model=model, temperature=gen.temperature,
-               max_output_tokens=gen.max_output_tokens, max_context_chars=gen.max_context_chars,
-               near_duplicate=gen.near_duplicate, structured=structured, owned=[runner, store])
+        client: Any = (
+            AnthropicMessages(anthropic.AsyncAnthropic(**client_args))
+            if anthropic_side
+            else OpenAIChat(openai.AsyncOpenAI(**client_args))
+        )
+        runner = LLMEngine(
+            client, store, ledger, Limiter(gen.max_concurrency, gen.rpm, gen.tpm), secrets=[key]
+        )
+    return cls(
+        runner=runner,
+        ledger=ledger,
+        prompts=prompts,
+        model=model,
+        temperature=gen.temperature,
+        max_output_tokens=gen.max_output_tokens,
+        max_context_chars=gen.max_context_chars,
+        near_duplicate=gen.near_duplicate,
+        structured=structured,
+        owned=[runner, store],
+    )
 
 
 __all__ = ["LLM_GENERATORS", "Settings", "load_settings", "make_llm_generator"]

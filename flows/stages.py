@@ -11,11 +11,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from extractors.base import ExtractOptions
+from extractors.readers.aptbench_dr import merge_rows
+from extractors.readers.bundles import read_input
 from extractors.readers.labels import apply_verdict
 from extractors.readers.reports import RunVerdict, merge_verdicts
-from extractors.readers.sniff import FoundVerdict, read_file
+from extractors.readers.sniff import FoundVerdict
 from generators.base import DistractorGenerator, PoolEntry
 from generators.checks import check_question
+from generators.dedup import duplicate_runs
 from schemas import GoldStep, Problem, Question, Trajectory
 
 
@@ -28,13 +31,17 @@ class ReadResult(NamedTuple):
     files: int
 
 
-def read_stage(readers: Mapping[str, Any], files: Sequence[tuple[str, str | None]]) -> ReadResult:
-    """Read files (each with an optional forced reader name)."""
+def read_stage(
+    readers: Mapping[str, Any], files: Sequence[tuple[str, str | None] | tuple[str, str | None, str | None]]
+) -> ReadResult:
+    """Read files, each `(file, forced reader name or None[, input root for stable ids])`."""
     trajs: list[Trajectory] = []
     problems: list[Problem] = []
     verdicts: list[FoundVerdict] = []
-    for file, forced in files:
-        for out in read_file(readers, file, forced):
+    for file, forced, *rest in files:
+        for out in read_input(
+            readers, file, forced, rest[0] if rest else None
+        ):  # a run folder's primary file reads as one bundle
             if isinstance(out, Trajectory):
                 trajs.append(out)
             elif isinstance(out, Problem):
@@ -67,10 +74,16 @@ def label_and_keep(
     labelled: list[Trajectory] = []
     dropped: Counter[str] = Counter()
     seen: set[str] = set()
-    for traj in trajs:
-        traj = apply_verdict(traj, verdicts)
+    problems: list[Problem] = list(merged.problems)
+    # APTBench DR rows are regrouped across files into whole runs
+    runs = [t if isinstance(t, Problem) else apply_verdict(t, verdicts) for t in merge_rows(trajs)]
+    copies = duplicate_runs([t for t in runs if isinstance(t, Trajectory)])  # one run, several files/formats
+    for traj in runs:
+        if isinstance(traj, Problem):
+            problems.append(traj)
+            continue
         labelled.append(traj)
-        if traj.trajectory_id in seen:
+        if traj.trajectory_id in seen or traj.trajectory_id in copies:
             dropped["duplicate_trajectory"] += 1
             continue
         seen.add(traj.trajectory_id)
@@ -80,7 +93,22 @@ def label_and_keep(
             kept.append(traj)
         else:
             dropped[traj.outcome.reason or traj.outcome.label] += 1
-    return KeepResult(kept, labelled, dropped, list(merged.problems))
+    problems += copies.values()
+    return KeepResult(kept, labelled, dropped, problems)
+
+
+def observe_runs(extractor_cls: Any, runs: Iterable[Trajectory]) -> Any:
+    """What an extractor that defines `observe` learns from every labelled run before extracting (else None)."""
+    observe = getattr(extractor_cls, "observe", None)
+    return observe([t for t in runs if t.kind in extractor_cls.reads]) if observe is not None else None
+
+
+def make_extractor(extractor_cls: Any, observed: Any = None) -> Any:
+    """An extractor instance, handed what `observe_runs` learned (when it learned anything)."""
+    extractor = extractor_cls()
+    if observed is not None:
+        extractor.use(observed)
+    return extractor
 
 
 def extract_stage(

@@ -21,8 +21,9 @@ from generators.prompting import Prompt, distractor_schema
 TOOL_NAME = "record_distractors"
 
 
-def anthropic_body(prompt: Prompt, *, model: str, max_tokens: int, temperature: float | None = None,
-                   structured: str = "tool") -> dict[str, Any]:
+def anthropic_body(
+    prompt: Prompt, *, model: str, max_tokens: int, temperature: float | None = None, structured: str = "tool"
+) -> dict[str, Any]:
     """The `messages.create` keyword arguments of a prompt (pure).
 
     Args:
@@ -32,13 +33,22 @@ def anthropic_body(prompt: Prompt, *, model: str, max_tokens: int, temperature: 
         temperature: Sampling temperature; omitted when None.
         structured: `tool` (forced tool), `json_schema` (`output_config.format`) or `none`.
     """
-    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "system": prompt.system,
-                            "messages": [{"role": "user", "content": prompt.user}]}
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "system": prompt.system,
+        "messages": [{"role": "user", "content": prompt.user}],
+    }
     if temperature is not None:
         body["temperature"] = temperature
     if structured == "tool":
-        body["tools"] = [{"name": TOOL_NAME, "description": "Record the wrong options.",
-                          "input_schema": distractor_schema()}]
+        body["tools"] = [
+            {
+                "name": TOOL_NAME,
+                "description": "Record the wrong options.",
+                "input_schema": distractor_schema(),
+            }
+        ]
         body["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
     elif structured == "json_schema":
         body["output_config"] = {"format": {"type": "json_schema", "schema": distractor_schema()}}
@@ -57,8 +67,13 @@ class AnthropicGenerator(LLMDistractorGenerator):
 
     def request_body(self, prompt: Prompt, max_tokens: int) -> dict[str, Any]:
         """Messages body of a rendered prompt (pure)."""
-        return anthropic_body(prompt, model=self.model, max_tokens=max_tokens, temperature=self.temperature,
-                              structured=self.structured)
+        return anthropic_body(
+            prompt,
+            model=self.model,
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            structured=self.structured,
+        )
 
 
 __all__ = ["TOOL_NAME", "AnthropicGenerator", "anthropic_body"]

@@ -98,7 +98,9 @@ def _key(context: str, options: Sequence[str], answer: Any) -> str:
     return content_id(context, list(options), json.dumps(answer, ensure_ascii=False, sort_keys=True))
 
 
-def aptbench_row(data: Mapping[str, Any], where: str, task: str, spec: TaskSpec | None = None) -> AuditRow | Problem:
+def aptbench_row(
+    data: Mapping[str, Any], where: str, task: str, spec: TaskSpec | None = None
+) -> AuditRow | Problem:
     """A row in APTBench's official layout."""
     answer_key = spec.answer_key if spec else "answer"
     if answer_key not in data:
@@ -110,16 +112,25 @@ def aptbench_row(data: Mapping[str, Any], where: str, task: str, spec: TaskSpec 
     choices = data["choices"]
     options = parse_choices(choices, spec.choices_sep if spec else None) if isinstance(choices, str) else ()
     if not options:
-        return Problem(where=where, stage="audit", reason="unparseable_choices",
-                       detail="`choices` is not a string of `(A) ...` options")
+        return Problem(
+            where=where,
+            stage="audit",
+            reason="unparseable_choices",
+            detail="`choices` is not a string of `(A) ...` options",
+        )
     if isinstance(answer, list):
         return AuditRow(task, where, "multi_select", options, None, context, _key(context, options, answer))
     letter = str(answer).strip().strip("()")
     if len(letter) != 1 or letter.upper() not in LETTERS or LETTERS.index(letter.upper()) >= len(options):
-        return Problem(where=where, stage="audit", reason="answer_not_in_options",
-                       detail=f"answer {answer!r} but {len(options)} options")
-    return AuditRow(task, where, "mcq", options, LETTERS.index(letter.upper()), context,
-                    _key(context, options, letter))
+        return Problem(
+            where=where,
+            stage="audit",
+            reason="answer_not_in_options",
+            detail=f"answer {answer!r} but {len(options)} options",
+        )
+    return AuditRow(
+        task, where, "mcq", options, LETTERS.index(letter.upper()), context, _key(context, options, letter)
+    )
 
 
 def candidate_row(data: Mapping[str, Any], where: str) -> AuditRow | Problem:
@@ -133,8 +144,12 @@ def candidate_row(data: Mapping[str, Any], where: str) -> AuditRow | Problem:
     if not options:
         return AuditRow(task, where, "completion", (), None, context, _key(context, (), data.get("gold")))
     if not isinstance(gold, int) or not 0 <= gold < len(options):
-        return Problem(where=where, stage="audit", reason="answer_not_in_options",
-                       detail=f"gold_index {gold!r} of {len(options)} options")
+        return Problem(
+            where=where,
+            stage="audit",
+            reason="answer_not_in_options",
+            detail=f"gold_index {gold!r} of {len(options)} options",
+        )
     return AuditRow(task, where, "mcq", options, gold, context, _key(context, options, gold))
 
 
@@ -177,8 +192,13 @@ class TaskAudit:
         return out
 
 
-def audit_task(task: str, rows: Sequence[AuditRow], bounds: Bounds | None = None, near_gold: float = 0.9,
-               problems: Iterable[Problem] = ()) -> TaskAudit:
+def audit_task(
+    task: str,
+    rows: Sequence[AuditRow],
+    bounds: Bounds | None = None,
+    near_gold: float = 0.9,
+    problems: Iterable[Problem] = (),
+) -> TaskAudit:
     """Gates and baselines of one task's rows (`problems`: rows of this task that could not be used)."""
     bounds = bounds or Bounds()
     found = list(problems)
@@ -186,7 +206,11 @@ def audit_task(task: str, rows: Sequence[AuditRow], bounds: Bounds | None = None
     first: dict[str, str] = {}
     for r in rows:
         if r.key in first:
-            found.append(Problem(where=r.where, stage="audit", reason="duplicate_row", detail=f"same as {first[r.key]}"))
+            found.append(
+                Problem(
+                    where=r.where, stage="audit", reason="duplicate_row", detail=f"same as {first[r.key]}"
+                )
+            )
         first.setdefault(r.key, r.where)
     mcq = [r for r in rows if r.form == "mcq" and r.gold_index is not None]
     for r in mcq:
@@ -196,8 +220,12 @@ def audit_task(task: str, rows: Sequence[AuditRow], bounds: Bounds | None = None
     return TaskAudit(task, items, forms, baselines, found)
 
 
-def audit_rows(rows: Iterable[AuditRow | Problem], bounds: Bounds | Mapping[str, Bounds] | None = None,
-               near_gold: float = 0.9, task_of: Mapping[str, str] | None = None) -> dict[str, TaskAudit]:
+def audit_rows(
+    rows: Iterable[AuditRow | Problem],
+    bounds: Bounds | Mapping[str, Bounds] | None = None,
+    near_gold: float = 0.9,
+    task_of: Mapping[str, str] | None = None,
+) -> dict[str, TaskAudit]:
     """Audit rows of one or more tasks; Problems are attributed to the task `task_of[file]` names."""
     by_task: dict[str, list[AuditRow]] = {}
     unusable: dict[str, list[Problem]] = {}

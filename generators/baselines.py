@@ -89,16 +89,25 @@ class TaskBaselines:
 
     def why(self) -> str:
         """Why the task is flagged: each exceeded baseline against its bound ('' when none is)."""
-        return "; ".join(f"{b} {self.accuracy[b]:.1%} > bound {self.bounds[b]:.1%} (chance {self.chance:.1%})"
-                         for b in self.exceeded)
+        return "; ".join(
+            f"{b} {self.accuracy[b]:.1%} > bound {self.bounds[b]:.1%} (chance {self.chance:.1%})"
+            for b in self.exceeded
+        )
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready summary: `baselines` holds each baseline's accuracy (per-item scores left out)."""
-        return {"n_items": self.n_items, "option_counts": {str(k): v for k, v in sorted(self.option_counts.items())},
-                "chance": round(self.chance, 4), "baselines": {k: round(v, 4) for k, v in self.accuracy.items()},
-                "bounds": {k: round(v, 4) for k, v in self.bounds.items()}, "exceeded": list(self.exceeded),
-                "positions": dict(self.positions), "position_chi2": round(self.position_test.statistic, 4),
-                "position_dof": self.position_test.dof, "position_p": round(self.position_test.p_value, 6)}
+        return {
+            "n_items": self.n_items,
+            "option_counts": {str(k): v for k, v in sorted(self.option_counts.items())},
+            "chance": round(self.chance, 4),
+            "baselines": {k: round(v, 4) for k, v in self.accuracy.items()},
+            "bounds": {k: round(v, 4) for k, v in self.bounds.items()},
+            "exceeded": list(self.exceeded),
+            "positions": dict(self.positions),
+            "position_chi2": round(self.position_test.statistic, 4),
+            "position_dof": self.position_test.dof,
+            "position_p": round(self.position_test.p_value, 6),
+        }
 
 
 def credit(scores: Sequence[float], gold: int) -> float:
@@ -152,7 +161,7 @@ def option_features(options: Sequence[str], central: Sequence[float]) -> list[fr
         low = opt.lower()
         f = {f"w:{w}" for w in _WORD.findall(low)}
         for run in _CJK_RUN.findall(opt):
-            f.update(f"c:{run[j:j + 2]}" for j in range(max(1, len(run) - 1)))
+            f.update(f"c:{run[j : j + 2]}" for j in range(max(1, len(run) - 1)))
         f.add(f"len:{_rank_tag(lengths, i)}")
         f.add(f"sim:{_rank_tag(list(central), i)}")
         f.add(f"lines:{_rank_tag(lines, i)}")
@@ -172,7 +181,9 @@ def _fold(options: Sequence[str], folds: int) -> int:
     return int(content_id("fold", sorted(options)), 16) % folds
 
 
-def no_context_scores(items: Sequence[Mcq], feats: Sequence[list[frozenset[str]]], folds: int = 5) -> list[float]:
+def no_context_scores(
+    items: Sequence[Mcq], feats: Sequence[list[frozenset[str]]], folds: int = 5
+) -> list[float]:
     """Cross-validated option-only naive Bayes: per-item credit of its pick."""
     k = max(2, min(folds, len(items)))
     fold_of = [_fold(it.options, k) for it in items]
@@ -288,7 +299,14 @@ def task_baselines(items: Sequence[Mcq], bounds: Bounds | None = None, folds: in
     accuracy = {name: (sum(s) / n if n else 0.0) for name, s in scores.items()}
     limits = {name: bound_for(name, chance, variance, n, bounds) for name in BASELINES}
     exceeded = [name for name in BASELINES if n and accuracy[name] > limits[name] + 1e-12]
-    return TaskBaselines(n_items=n, option_counts=dict(Counter(len(it.options) for it in items)), chance=chance,
-                         accuracy=accuracy, bounds=limits, exceeded=exceeded,
-                         positions={LETTERS[p]: c for p, c in sorted(positions.items())},
-                         position_test=position_test(items), scores=scores)
+    return TaskBaselines(
+        n_items=n,
+        option_counts=dict(Counter(len(it.options) for it in items)),
+        chance=chance,
+        accuracy=accuracy,
+        bounds=limits,
+        exceeded=exceeded,
+        positions={LETTERS[p]: c for p, c in sorted(positions.items())},
+        position_test=position_test(items),
+        scores=scores,
+    )

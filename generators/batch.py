@@ -81,11 +81,20 @@ class OpenAIBatches:
 
     def submit(self, requests: Sequence[LLMRequest]) -> str:
         """Upload the requests as a `purpose=batch` file and create a 24 h batch."""
-        lines = b"".join(orjson.dumps({"custom_id": r.key, "method": "POST", "url": "/v1/chat/completions",
-                                       "body": r.body}) + b"\n" for r in requests)
+        lines = b"".join(
+            orjson.dumps(
+                {"custom_id": r.key, "method": "POST", "url": "/v1/chat/completions", "body": r.body}
+            )
+            + b"\n"
+            for r in requests
+        )
         file = self.client.files.create(file=("aptforge-batch.jsonl", lines), purpose="batch")
-        batch = self.client.batches.create(input_file_id=file.id, endpoint="/v1/chat/completions",
-                                           completion_window="24h", metadata={"created_by": "aptforge"})
+        batch = self.client.batches.create(
+            input_file_id=file.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"created_by": "aptforge"},
+        )
         return batch.id
 
     def poll(self, batch_id: str) -> BatchState:
@@ -110,7 +119,9 @@ class OpenAIBatches:
                     replies[item["custom_id"]] = reply_from_openai(response.get("body") or {}, batch=True)
                 else:
                     error = (response.get("body") or {}).get("error") or item.get("error") or {}
-                    errors[item["custom_id"]] = f"HTTP {response.get('status_code')}: {error.get('message', error)}"
+                    errors[item["custom_id"]] = (
+                        f"HTTP {response.get('status_code')}: {error.get('message', error)}"
+                    )
         return BatchResult(replies, errors)
 
     def close(self) -> None:
@@ -129,7 +140,8 @@ class AnthropicBatches:
     def submit(self, requests: Sequence[LLMRequest]) -> str:
         """Create a message batch."""
         batch = self.client.messages.batches.create(
-            requests=[{"custom_id": r.key, "params": r.body} for r in requests])  # type: ignore[misc]
+            requests=[{"custom_id": r.key, "params": r.body} for r in requests]
+        )  # type: ignore[misc]
         return batch.id
 
     def poll(self, batch_id: str) -> BatchState:
@@ -146,7 +158,9 @@ class AnthropicBatches:
             if result.type == "succeeded":
                 replies[entry.custom_id] = reply_from_anthropic(result.message, batch=True)
             elif result.type == "errored":
-                errors[entry.custom_id] = f"errored: {getattr(getattr(result.error, 'error', None), 'message', '')}"
+                errors[entry.custom_id] = (
+                    f"errored: {getattr(getattr(result.error, 'error', None), 'message', '')}"
+                )
             else:
                 errors[entry.custom_id] = str(result.type)
         return BatchResult(replies, errors)
@@ -159,9 +173,19 @@ class AnthropicBatches:
 class BatchRunner:
     """Runs jobs through a batch API with the shared cache and ledger (see the module docstring)."""
 
-    def __init__(self, api: BatchAPI, store: ResponseStore, ledger: Ledger, *, poll_s: float = 30.0,
-                 max_wait_s: float = 86400.0, attempts: int = 2, max_batch: int = 10000, secrets: Sequence[str] = (),
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        api: BatchAPI,
+        store: ResponseStore,
+        ledger: Ledger,
+        *,
+        poll_s: float = 30.0,
+        max_wait_s: float = 86400.0,
+        attempts: int = 2,
+        max_batch: int = 10000,
+        secrets: Sequence[str] = (),
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.api, self.store, self.ledger = api, store, ledger
         self.poll_s, self.max_wait_s, self.attempts, self.max_batch = poll_s, max_wait_s, attempts, max_batch
         self._secrets = [s for s in secrets if s]
@@ -221,8 +245,9 @@ class BatchRunner:
                     fail(i, exc.reason, exc.detail, req.model)
         return [done[i] for i in range(len(jobs))]
 
-    def _resolve(self, jobs: Sequence[Job], requests: dict[int, LLMRequest], tallies: list[Tally]
-                 ) -> dict[int, tuple[str, str]]:
+    def _resolve(
+        self, jobs: Sequence[Job], requests: dict[int, LLMRequest], tallies: list[Tally]
+    ) -> dict[int, tuple[str, str]]:
         """Get every request's reply into the store; return the jobs that cannot have one, with why."""
         users: dict[str, list[int]] = {}
         for i, req in requests.items():
@@ -236,7 +261,11 @@ class BatchRunner:
         if not missing:
             return fails
         provider = self.api.provider
-        waiting = {b.batch_id: b for b in self.store.pending_batches(provider) if any(e.key in missing for e in b.entries)}
+        waiting = {
+            b.batch_id: b
+            for b in self.store.pending_batches(provider)
+            if any(e.key in missing for e in b.entries)
+        }
         queued = {e.key for b in waiting.values() for e in b.entries}
         entries: list[tuple[LLMRequest, BatchEntry]] = []
         for key in sorted(missing - queued):
@@ -248,7 +277,7 @@ class BatchRunner:
                 continue
             entries.append((req, BatchEntry(key, task, req.model, reserved)))
         for start in range(0, len(entries), self.max_batch):
-            chunk = entries[start:start + self.max_batch]
+            chunk = entries[start : start + self.max_batch]
             try:
                 batch_id = self.api.submit([r for r, _ in chunk])
             except Exception as exc:
@@ -284,15 +313,21 @@ class BatchRunner:
         for batch_id, batch in waiting.items():
             why = notes.get(batch_id, "still running")
             for entry in batch.entries:
-                fails.update({i: ("batch_pending", f"batch {batch_id}: {why}; a later run collects it")
-                              for i in users.get(entry.key, ())})
+                fails.update(
+                    {
+                        i: ("batch_pending", f"batch {batch_id}: {why}; a later run collects it")
+                        for i in users.get(entry.key, ())
+                    }
+                )
         errors: dict[str, str] = {}
         for batch_id in collected:
             errors.update(self.store.batch_errors(batch_id))
         for key in missing:
             if self.store.get(key) is None:
                 for i in users[key]:
-                    fails.setdefault(i, ("llm_error", f"batch request failed: {errors.get(key, 'no result')}"))
+                    fails.setdefault(
+                        i, ("llm_error", f"batch request failed: {errors.get(key, 'no result')}")
+                    )
         return fails
 
     def _collect(self, batch: PendingBatch, state: BatchState) -> str | None:
@@ -313,9 +348,17 @@ class BatchRunner:
                     errors[entry.key] = result.errors.get(entry.key, f"no result (batch {state.status})")
                     self.ledger.release(reserved)
                     continue
-                rows.append((entry.key, self.api.provider, entry.model, {"batch_id": batch.batch_id}, reply.to_json()))
-                self.ledger.settle(reserved, entry.task, entry.model, reply.tokens_in, reply.tokens_out,
-                                   self.ledger.batch_factor)
+                rows.append(
+                    (entry.key, self.api.provider, entry.model, {"batch_id": batch.batch_id}, reply.to_json())
+                )
+                self.ledger.settle(
+                    reserved,
+                    entry.task,
+                    entry.model,
+                    reply.tokens_in,
+                    reply.tokens_out,
+                    self.ledger.batch_factor,
+                )
             self.store.finish_batch(batch.batch_id, state.status, rows, errors)
             return None
 

@@ -25,27 +25,84 @@ from generators.text import normalise, similarity
 from schemas import Problem, Question
 
 #: Row keys that carry (part of) the answer or only bookkeeping: never part of the context.
-NON_CONTEXT_KEYS = frozenset({
-    "uuid", "choices", "answer", "next_step", "query_answer", "target_cmd", "cmd_prefix", "cmd_postfix",
-    "qid", "source", "traj_id", "traj_len",
-})
+NON_CONTEXT_KEYS = frozenset(
+    {
+        "uuid",
+        "choices",
+        "answer",
+        "next_step",
+        "query_answer",
+        "target_cmd",
+        "cmd_prefix",
+        "cmd_postfix",
+        "qid",
+        "source",
+        "traj_id",
+        "traj_len",
+    }
+)
 
 #: Words by which an option admits it is the wrong one (APTBench DR plan: "irrelevant", 无关 ...).
 FLAW_WORDS_EN = (
-    "irrelevant", "unrelated", "not relevant", "wrong", "wrongly", "incorrect", "incorrectly", "premature",
-    "prematurely", "redundant", "redundantly", "unnecessary", "unnecessarily", "mistaken", "mistakenly",
-    "erroneous", "erroneously", "off-topic", "off topic", "misspelled", "misspelt", "useless",
-    "pointless", "flawed", "bogus", "nonsensical", "nonexistent", "non-existent", "without verifying",
+    "irrelevant",
+    "unrelated",
+    "not relevant",
+    "wrong",
+    "wrongly",
+    "incorrect",
+    "incorrectly",
+    "premature",
+    "prematurely",
+    "redundant",
+    "redundantly",
+    "unnecessary",
+    "unnecessarily",
+    "mistaken",
+    "mistakenly",
+    "erroneous",
+    "erroneously",
+    "off-topic",
+    "off topic",
+    "misspelled",
+    "misspelt",
+    "useless",
+    "pointless",
+    "flawed",
+    "bogus",
+    "nonsensical",
+    "nonexistent",
+    "non-existent",
+    "without verifying",
 )
 FLAW_WORDS_ZH = (
-    "无关", "不相关", "错误", "不正确", "不准确", "重复", "冗余", "多余", "无效", "不必要", "过早", "提前结束",
-    "直接结束", "仓促", "偏离", "跑题", "拼写错误", "无意义", "笼统", "泛泛", "模糊",
+    "无关",
+    "不相关",
+    "错误",
+    "不正确",
+    "不准确",
+    "重复",
+    "冗余",
+    "多余",
+    "无效",
+    "不必要",
+    "过早",
+    "提前结束",
+    "直接结束",
+    "仓促",
+    "偏离",
+    "跑题",
+    "拼写错误",
+    "无意义",
+    "笼统",
+    "泛泛",
+    "模糊",
 )
 _FLAW_EN = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for w in FLAW_WORDS_EN) + r")(?![\w-])", re.I)
 _FLAW_ZH = re.compile("|".join(re.escape(w) for w in FLAW_WORDS_ZH))
 #: Tool or function names that carry a flaw marker: `web_search_wrong`, `wrong_tool`, `fake_search`.
-_FLAW_NAME = re.compile(r"\b(?:[A-Za-z]\w*_(?:wrong|incorrect|fake|bogus|broken)|(?:wrong|incorrect|fake|bogus)_\w+)\b",
-                        re.I)
+_FLAW_NAME = re.compile(
+    r"\b(?:[A-Za-z]\w*_(?:wrong|incorrect|fake|bogus|broken)|(?:wrong|incorrect|fake|bogus)_\w+)\b", re.I
+)
 #: JSON keys whose values are the option's own prose (DR steps: `planning`); tool names sit under `name`.
 _PROSE_KEYS = frozenset({"planning", "plan", "thought", "reasoning", "rationale", "description"})
 _CODE_LINE = re.compile(r"^(?:\s{2,}|\t|def |class |import |from \S+ import |@@ |[-+]{3} |diff --git )")
@@ -94,11 +151,17 @@ def gate_answer_in_options(q: Question) -> Iterator[Problem]:
     """MCQ gold must sit at `gold_index` among the declared number of options."""
     if q.form != "mcq":
         if not q.gold.strip():
-            yield Problem(where=q.item_id, stage="check", reason="empty_gold", detail="completion target is empty")
+            yield Problem(
+                where=q.item_id, stage="check", reason="empty_gold", detail="completion target is empty"
+            )
         return
     if q.gold_index is None or not 0 <= q.gold_index < len(q.options) or q.options[q.gold_index] != q.gold:
-        yield Problem(where=q.item_id, stage="check", reason="answer_not_in_options",
-                      detail=f"gold_index {q.gold_index} of {len(q.options)} options")
+        yield Problem(
+            where=q.item_id,
+            stage="check",
+            reason="answer_not_in_options",
+            detail=f"gold_index {q.gold_index} of {len(q.options)} options",
+        )
 
 
 def gate_duplicate_options(q: Question | OptionSet) -> Iterator[Problem]:
@@ -148,8 +211,11 @@ def gate_gold_in_context(q: Question | OptionSet, min_chars: int = 20) -> Iterat
     ctx = normalise(v.context)
     if key not in ctx:
         return
-    also = [i for i, o in enumerate(v.options) if i != v.gold_index and len(_norm(o)) >= min_chars
-            and _norm(o) in ctx]
+    also = [
+        i
+        for i, o in enumerate(v.options)
+        if i != v.gold_index and len(_norm(o)) >= min_chars and _norm(o) in ctx
+    ]
     if also:
         yield _problem(v, "gold_in_context", f"gold found in the context, as are options {also}", "warning")
     else:
@@ -229,7 +295,9 @@ def gate_self_admitted_flaw(q: Question | OptionSet) -> Iterator[Problem]:
         structured = _parts(opt).structured
         terms = [t for t in flaw_terms(opt) if t not in in_gold and (structured or t not in in_context)]
         if terms:
-            yield _problem(v, "distractor_admits_flaw", f"option {i} says {', '.join(repr(t) for t in terms)}")
+            yield _problem(
+                v, "distractor_admits_flaw", f"option {i} says {', '.join(repr(t) for t in terms)}"
+            )
 
 
 def gate_length_outlier(q: Question | OptionSet, ratio: float = 3.0, min_diff: int = 40) -> Iterator[Problem]:
@@ -242,19 +310,28 @@ def gate_length_outlier(q: Question | OptionSet, ratio: float = 3.0, min_diff: i
         return
     lengths = [len(o.strip()) for o in v.options]
     for i, n in enumerate(lengths):
-        med = statistics.median(lengths[:i] + lengths[i + 1:])
+        med = statistics.median(lengths[:i] + lengths[i + 1 :])
         if abs(n - med) < min_diff:
             continue
         if n >= ratio * med or n * ratio <= med:
             who = "gold" if i == v.gold_index else "distractor"
-            yield _problem(v, "option_length_outlier", f"{who} option {i} has {n} chars, others' median {med:g}",
-                           "warning")
+            yield _problem(
+                v,
+                "option_length_outlier",
+                f"{who} option {i} has {n} chars, others' median {med:g}",
+                "warning",
+            )
 
 
 def check_options(v: OptionSet, near_gold: float = 0.9) -> list[Problem]:
     """Every option-level gate on one item view (what `aptforge audit` runs on rows)."""
-    return [*gate_duplicate_options(v), *gate_near_gold(v, near_gold), *gate_gold_in_context(v),
-            *gate_self_admitted_flaw(v), *gate_length_outlier(v)]
+    return [
+        *gate_duplicate_options(v),
+        *gate_near_gold(v, near_gold),
+        *gate_gold_in_context(v),
+        *gate_self_admitted_flaw(v),
+        *gate_length_outlier(v),
+    ]
 
 
 def check_question(q: Question) -> list[Problem]:

@@ -27,11 +27,31 @@ from schemas import Problem, Question
 _CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
 _TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 #: Row keys that identify or trace a row rather than show it (left out of a row's text).
-ID_KEYS = frozenset({
-    "uuid", "qid", "traj_id", "source", "item_id", "content_hash", "scenario", "task", "trajectory_id",
-    "status", "source_file", "source_format", "instance_id", "agent", "agent_model", "outcome_signal",
-    "extractor", "generator", "prompt_hash", "model", "distractor_origins",
-})
+ID_KEYS = frozenset(
+    {
+        "uuid",
+        "qid",
+        "traj_id",
+        "source",
+        "item_id",
+        "content_hash",
+        "scenario",
+        "task",
+        "trajectory_id",
+        "status",
+        "source_file",
+        "source_format",
+        "instance_id",
+        "agent",
+        "agent_model",
+        "outcome_signal",
+        "extractor",
+        "generator",
+        "prompt_hash",
+        "model",
+        "distractor_origins",
+    }
+)
 
 
 def tokens(text: str) -> list[str]:
@@ -49,7 +69,7 @@ def ngrams(text: str, n: int) -> set[int]:
         return set()
     if len(words) < n:
         return {hash(" ".join(words))}
-    return {hash(" ".join(words[i: i + n])) for i in range(len(words) - n + 1)}
+    return {hash(" ".join(words[i : i + n])) for i in range(len(words) - n + 1)}
 
 
 def question_text(q: Question) -> str:
@@ -121,8 +141,11 @@ def boilerplate(grams_by_traj: Mapping[str, set[int]], share: float) -> set[int]
 
 
 def measure(
-    questions: Iterable[Question], index: ReferenceIndex, min_overlap: float = 0.5,
-    boilerplate_share: float = 0.5, severity: str = "warning",
+    questions: Iterable[Question],
+    index: ReferenceIndex,
+    min_overlap: float = 0.5,
+    boilerplate_share: float = 0.5,
+    severity: str = "warning",
 ) -> ContaminationResult:
     """Share of each item's n-grams found in each indexed source; flag items at `min_overlap`.
 
@@ -155,10 +178,15 @@ def measure(
                 if mine and share >= min_overlap:
                     flagged.append(Overlap(q.item_id, task, source, round(share, 4)))
                     hit_items.add(q.item_id)
-                    problems.append(Problem(
-                        where=q.item_id, stage="contamination", reason=f"overlaps_{source}", severity=severity,  # type: ignore[arg-type]
-                        detail=f"{share:.0%} of its {index.n}-grams appear in {source} ({index.rows[source]} rows)",
-                    ))
+                    problems.append(
+                        Problem(
+                            where=q.item_id,
+                            stage="contamination",
+                            reason=f"overlaps_{source}",
+                            severity=severity,  # type: ignore[arg-type]
+                            detail=f"{share:.0%} of its {index.n}-grams appear in {source} ({index.rows[source]} rows)",
+                        )
+                    )
             stats["by_source"][source] = {
                 "rows": index.rows[source],
                 "flagged": sum(s >= min_overlap for s in shares),
@@ -170,5 +198,14 @@ def measure(
     return ContaminationResult(flagged, summary, problems)
 
 
-__all__ = ["ContaminationResult", "Overlap", "ReferenceIndex", "boilerplate", "measure", "ngrams",
-           "question_text", "row_text", "tokens"]
+__all__ = [
+    "ContaminationResult",
+    "Overlap",
+    "ReferenceIndex",
+    "boilerplate",
+    "measure",
+    "ngrams",
+    "question_text",
+    "row_text",
+    "tokens",
+]

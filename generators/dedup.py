@@ -72,7 +72,10 @@ def duplicate_runs(trajs: Sequence[Trajectory]) -> dict[str, Problem]:
         for t in members:
             if t.trajectory_id != kept.trajectory_id and t.trajectory_id not in found:
                 found[t.trajectory_id] = Problem(
-                    where=_where(t), stage="dedup", reason="duplicate_trajectory", severity="info",
+                    where=_where(t),
+                    stage="dedup",
+                    reason="duplicate_trajectory",
+                    severity="info",
                     detail=f"same run as {_where(kept)} ({kept.source.format}, trajectory {kept.trajectory_id}); kept that one",
                 )
     return found
@@ -96,7 +99,7 @@ def shingles(text: str, size: int = 5, normalised: bool = False) -> set[bytes]:
     words = (text if normalised else normalise(text)).split()
     if len(words) <= size:
         return {" ".join(words).encode("utf-8")}
-    return {" ".join(words[i: i + size]).encode("utf-8") for i in range(len(words) - size + 1)}
+    return {" ".join(words[i : i + size]).encode("utf-8") for i in range(len(words) - size + 1)}
 
 
 def dedup_questions(
@@ -122,10 +125,18 @@ def dedup_questions(
             ident = (ctx, normalise(q.gold))
             if ident in seen:
                 exact += 1
-                problems.append(Problem(where=q.item_id, stage="dedup", reason="duplicate_item",
-                                        detail=f"same context and answer as item {seen[ident]}"))
+                problems.append(
+                    Problem(
+                        where=q.item_id,
+                        stage="dedup",
+                        reason="duplicate_item",
+                        detail=f"same context and answer as item {seen[ident]}",
+                    )
+                )
                 continue
-            mh = MinHash(num_perm=num_perm, seed=1, hashfunc=zlib.crc32, permutations=permutations, scheme="affine32")
+            mh = MinHash(
+                num_perm=num_perm, seed=1, hashfunc=zlib.crc32, permutations=permutations, scheme="affine32"
+            )
             mh.update_batch(list(shingles(ctx, shingle, normalised=True)))
             match = None
             for other_id in sorted(lsh.query(mh)):
@@ -138,8 +149,14 @@ def dedup_questions(
                     break
             if match is not None:
                 near += 1
-                problems.append(Problem(where=q.item_id, stage="dedup", reason="near_duplicate_item",
-                                        detail=f"context Jaccard ~{match[1]:.2f} and same answer as item {match[0]}"))
+                problems.append(
+                    Problem(
+                        where=q.item_id,
+                        stage="dedup",
+                        reason="near_duplicate_item",
+                        detail=f"context Jaccard ~{match[1]:.2f} and same answer as item {match[0]}",
+                    )
+                )
                 continue
             seen[ident] = q.item_id
             lsh.insert(q.item_id, mh)

@@ -61,8 +61,14 @@ def make_request(provider: str, body: dict[str, Any]) -> LLMRequest:
     """Key and size a request body (pure)."""
     blob = orjson.dumps({"provider": provider, "body": body}, option=orjson.OPT_SORT_KEYS)
     est_out = int(body.get("max_tokens") or body.get("max_completion_tokens") or 4096)
-    return LLMRequest(provider, str(body.get("model", "")), body, hashlib.sha256(blob).hexdigest(),
-                      len(blob) // 3 + 1, est_out)
+    return LLMRequest(
+        provider,
+        str(body.get("model", "")),
+        body,
+        hashlib.sha256(blob).hexdigest(),
+        len(blob) // 3 + 1,
+        est_out,
+    )
 
 
 class LLMReply(NamedTuple):
@@ -154,8 +160,9 @@ class LLMClient(Protocol):
 class Limiter:
     """Per-provider limits: requests in flight, requests per minute, tokens per minute."""
 
-    def __init__(self, max_concurrency: int = 16, rpm: int | None = None, tpm: int | None = None,
-                 period: float = 60.0) -> None:
+    def __init__(
+        self, max_concurrency: int = 16, rpm: int | None = None, tpm: int | None = None, period: float = 60.0
+    ) -> None:
         """Limits; `rpm` and `tpm` are leaky buckets of that capacity refilled over `period` seconds."""
         self.max_concurrency, self.rpm, self.tpm, self.period = max_concurrency, rpm, tpm, period
         self._sem: asyncio.Semaphore | None = None
@@ -197,8 +204,17 @@ class Tally:
 
     def outcome(self, value: Any, reason: str = "", detail: str = "") -> Outcome:
         """The job's end."""
-        return Outcome(value, reason, detail, self.tokens_in, self.tokens_out, self.cost, self.model,
-                       self.attempts, self.cached)
+        return Outcome(
+            value,
+            reason,
+            detail,
+            self.tokens_in,
+            self.tokens_out,
+            self.cost,
+            self.model,
+            self.attempts,
+            self.cached,
+        )
 
 
 def accept_reply(job: Job, request: LLMRequest, reply: LLMReply, ledger: Ledger) -> Any:
@@ -212,7 +228,9 @@ def accept_reply(job: Job, request: LLMRequest, reply: LLMReply, ledger: Ledger)
         ledger.count(job.task, request.model, "refusals")
         raise LLMFailure("llm_refused", f"the model refused: {reply.refusal[:300]}")
     if reply.finish == "length":
-        raise InvalidOutput("llm_truncated_output", f"the reply was cut at the output limit of {request.est_out} tokens")
+        raise InvalidOutput(
+            "llm_truncated_output", f"the reply was cut at the output limit of {request.est_out} tokens"
+        )
     checked = job.check(reply)
     if checked.value is None:
         raise InvalidOutput("llm_invalid_output", checked.reason or "the reply did not validate")
@@ -222,8 +240,16 @@ def accept_reply(job: Job, request: LLMRequest, reply: LLMReply, ledger: Ledger)
 class LLMEngine:
     """Runs jobs through cache, ledger, limiter and client (see the module docstring)."""
 
-    def __init__(self, client: LLMClient, store: ResponseStore, ledger: Ledger, limiter: Limiter,
-                 *, attempts: int = 2, secrets: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        client: LLMClient,
+        store: ResponseStore,
+        ledger: Ledger,
+        limiter: Limiter,
+        *,
+        attempts: int = 2,
+        secrets: Sequence[str] = (),
+    ) -> None:
         """Wire the parts; nothing starts until the first `run()`.
 
         Args:
@@ -276,8 +302,11 @@ class LLMEngine:
         failure: LLMFailure | None = None
         model = ""
         try:
-            retrying = AsyncRetrying(stop=stop_after_attempt(self.attempts),
-                                     retry=retry_if_exception_type(InvalidOutput), reraise=True)
+            retrying = AsyncRetrying(
+                stop=stop_after_attempt(self.attempts),
+                retry=retry_if_exception_type(InvalidOutput),
+                reraise=True,
+            )
             async for attempt in retrying:
                 with attempt:
                     request = job.request(attempt.retry_state.attempt_number, failure)
@@ -329,11 +358,21 @@ class LLMEngine:
                 except BaseException:
                     self.ledger.release(reserved)
                     raise
-                self.ledger.settle(reserved, task, request.model, reply.tokens_in, reply.tokens_out)  # paid, whatever follows
+                self.ledger.settle(
+                    reserved, task, request.model, reply.tokens_in, reply.tokens_out
+                )  # paid, whatever follows
                 # Committed before the slot is released: a kill never loses a completed reply.
-                await asyncio.get_running_loop().run_in_executor(self._writer, partial(
-                    self.store.put, request.key, request.provider, request.model,
-                    {"provider": request.provider, "body": request.body}, reply.to_json()))
+                await asyncio.get_running_loop().run_in_executor(
+                    self._writer,
+                    partial(
+                        self.store.put,
+                        request.key,
+                        request.provider,
+                        request.model,
+                        {"provider": request.provider, "body": request.body},
+                        reply.to_json(),
+                    ),
+                )
         acc.add(request, reply, self.ledger)
         return reply
 
@@ -353,5 +392,18 @@ class LLMEngine:
             loop.close()
 
 
-__all__ = ["Checked", "InvalidOutput", "Job", "LLMClient", "LLMEngine", "LLMFailure", "LLMReply", "LLMRequest",
-           "Limiter", "Outcome", "Tally", "accept_reply", "make_request"]
+__all__ = [
+    "Checked",
+    "InvalidOutput",
+    "Job",
+    "LLMClient",
+    "LLMEngine",
+    "LLMFailure",
+    "LLMReply",
+    "LLMRequest",
+    "Limiter",
+    "Outcome",
+    "Tally",
+    "accept_reply",
+    "make_request",
+]

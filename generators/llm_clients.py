@@ -36,8 +36,12 @@ if TYPE_CHECKING:
 
 def _sdk_errors(*names: str) -> tuple[type[BaseException], ...]:
     """Exception classes of the SDKs loaded so far (an SDK never imported cannot have raised)."""
-    return tuple(getattr(sys.modules[sdk], name) for sdk in ("openai", "anthropic") if sdk in sys.modules
-                 for name in names)
+    return tuple(
+        getattr(sys.modules[sdk], name)
+        for sdk in ("openai", "anthropic")
+        if sdk in sys.modules
+        for name in names
+    )
 
 
 def translate_error(exc: BaseException) -> LLMFailure:
@@ -91,7 +95,9 @@ def reply_from_openai(completion: Any, *, batch: bool = False) -> LLMReply:
     finish = str(_get(choice, "finish_reason") or "stop")
     if finish == "content_filter" and refusal is None:
         refusal = "the provider's content filter stopped the reply (finish_reason=content_filter)"
-    return LLMReply(text, refusal, "refusal" if refusal is not None else finish, tokens_in, tokens_out, model, batch)
+    return LLMReply(
+        text, refusal, "refusal" if refusal is not None else finish, tokens_in, tokens_out, model, batch
+    )
 
 
 def reply_from_anthropic(message: Any, *, batch: bool = False) -> LLMReply:
@@ -168,5 +174,11 @@ def reply_from(provider: str, data: Mapping[str, Any], *, batch: bool = False) -
     return reader(dict(data), batch=batch)
 
 
-__all__ = ["AnthropicMessages", "OpenAIChat", "reply_from", "reply_from_anthropic", "reply_from_openai",
-           "translate_error"]
+__all__ = [
+    "AnthropicMessages",
+    "OpenAIChat",
+    "reply_from",
+    "reply_from_anthropic",
+    "reply_from_openai",
+    "translate_error",
+]

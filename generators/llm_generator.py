@@ -44,7 +44,11 @@ _KIND = re.compile(r"[^a-z0-9_]+")
 def load_json(text: str) -> Any:
     """JSON from a reply that may be fenced or wrapped in prose; None when there is none."""
     body = _FENCE.sub("", text.strip()).strip()
-    for candidate in (body, body[body.find("{"): body.rfind("}") + 1], body[body.find("["): body.rfind("]") + 1]):
+    for candidate in (
+        body,
+        body[body.find("{") : body.rfind("}") + 1],
+        body[body.find("[") : body.rfind("]") + 1],
+    ):
         if candidate:
             try:
                 return json.loads(candidate)
@@ -82,8 +86,9 @@ def clean_option(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines()).strip()
 
 
-def check_output(text: str | None, step: GoldStep, n: int, *, model: str = "",
-                 near_duplicate: float = 0.85) -> Checked:
+def check_output(
+    text: str | None, step: GoldStep, n: int, *, model: str = "", near_duplicate: float = 0.85
+) -> Checked:
     """Parse and validate a reply into `n` distractors, or say why not (pure)."""
     if text is None or not text.strip():
         return Checked(None, "the reply was empty")
@@ -115,7 +120,9 @@ def check_output(text: str | None, step: GoldStep, n: int, *, model: str = "",
         key = normalise(body)
         copied = close_to(body, key, taken, near_duplicate)
         if copied is not None:
-            refused.append(f"entry {i} is a near-copy of {'the correct answer' if copied is step.gold else 'another option'}")
+            refused.append(
+                f"entry {i} is a near-copy of {'the correct answer' if copied is step.gold else 'another option'}"
+            )
             continue
         flaws = [t for t in flaw_terms(body) if t.lower() not in known]
         if flaws:
@@ -130,8 +137,9 @@ def check_output(text: str | None, step: GoldStep, n: int, *, model: str = "",
     return Checked(None, f"{len(out)} of {n} distractors usable ({why})")
 
 
-def parse(text: str | None, step: GoldStep, n: int | None = None, *, model: str = "",
-          near_duplicate: float = 0.85) -> list[Distractor] | None:
+def parse(
+    text: str | None, step: GoldStep, n: int | None = None, *, model: str = "", near_duplicate: float = 0.85
+) -> list[Distractor] | None:
     """The distractors of a reply, or None when the model failed (pure)."""
     need = n if n is not None else task_spec(step.scenario, step.task).n_options - 1
     checked = check_output(text, step, need, model=model, near_duplicate=near_duplicate)
@@ -145,9 +153,20 @@ class LLMDistractorGenerator:
     version: ClassVar[int] = 1
     provider: ClassVar[str] = "openai"
 
-    def __init__(self, *, runner: Any, ledger: Ledger, prompts: PromptLibrary, model: str,
-                 temperature: float | None = None, max_output_tokens: int = 1024, max_context_chars: int = 24000,
-                 near_duplicate: float = 0.85, structured: str = "json_schema", owned: Sequence[Any] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        runner: Any,
+        ledger: Ledger,
+        prompts: PromptLibrary,
+        model: str,
+        temperature: float | None = None,
+        max_output_tokens: int = 1024,
+        max_context_chars: int = 24000,
+        near_duplicate: float = 0.85,
+        structured: str = "json_schema",
+        owned: Sequence[Any] = (),
+    ) -> None:
         """Wire a generator.
 
         Args:
@@ -164,14 +183,20 @@ class LLMDistractorGenerator:
         """
         self.runner, self.ledger, self.prompts, self.model = runner, ledger, prompts, model
         self.temperature, self.max_output_tokens = temperature, max_output_tokens
-        self.max_context_chars, self.near_duplicate, self.structured = max_context_chars, near_duplicate, structured
+        self.max_context_chars, self.near_duplicate, self.structured = (
+            max_context_chars,
+            near_duplicate,
+            structured,
+        )
         self._owned = list(owned)
 
     def request_body(self, prompt: Prompt, max_tokens: int) -> dict[str, Any]:
         """The provider's request body for a rendered prompt (pure; subclasses)."""
         raise NotImplementedError
 
-    def build_prompt(self, step: GoldStep, n: int, attempt: int = 1, failure: LLMFailure | None = None) -> LLMRequest:
+    def build_prompt(
+        self, step: GoldStep, n: int, attempt: int = 1, failure: LLMFailure | None = None
+    ) -> LLMRequest:
         """The request of one attempt for one gold step (pure).
 
         A second attempt after a malformed body repeats the first request; after a cut reply it
@@ -195,15 +220,17 @@ class LLMDistractorGenerator:
         """The distractors of a reply, or None when the model failed (pure)."""
         return parse(text, step, n, model=self.model, near_duplicate=self.near_duplicate)
 
-    def _attempt(self, step: GoldStep, n: int, first: LLMRequest, attempt: int, failure: LLMFailure | None
-                 ) -> LLMRequest:
+    def _attempt(
+        self, step: GoldStep, n: int, first: LLMRequest, attempt: int, failure: LLMFailure | None
+    ) -> LLMRequest:
         return first if attempt == 1 else self.build_prompt(step, n, attempt, failure)
 
     def _check(self, step: GoldStep, n: int, reply: LLMReply) -> Checked:
         return check_output(reply.text, step, n, model=self.model, near_duplicate=self.near_duplicate)
 
-    def generate(self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
-                 ) -> Iterator[Question | Problem]:
+    def generate(
+        self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
+    ) -> Iterator[Question | Problem]:
         """One Question or Problem per step, in order; all LLM jobs of the shard run concurrently."""
         n = n_options - 1
         slots: list[Question | Problem | int] = []
@@ -215,18 +242,37 @@ class LLMDistractorGenerator:
                 continue
             template = self.prompts.get(step.scenario, step.task)
             if template is None:
-                slots.append(Problem(where=step.step_id, stage="generate", reason="no_prompt_template",
-                                     detail=f"no generators/prompts/{step.scenario}.{step.task}.v<N>.md.j2"))
+                slots.append(
+                    Problem(
+                        where=step.step_id,
+                        stage="generate",
+                        reason="no_prompt_template",
+                        detail=f"no generators/prompts/{step.scenario}.{step.task}.v<N>.md.j2",
+                    )
+                )
                 continue
             try:
                 first = self.build_prompt(step, n)
             except Exception as exc:  # a template that does not fit this step's fields
-                slots.append(Problem(where=step.step_id, stage="generate", reason="prompt_render_error",
-                                     detail=f"{template.name}: {type(exc).__name__}: {exc}"))
+                slots.append(
+                    Problem(
+                        where=step.step_id,
+                        stage="generate",
+                        reason="prompt_render_error",
+                        detail=f"{template.name}: {type(exc).__name__}: {exc}",
+                    )
+                )
                 continue
             slots.append(len(jobs))
             hashes.append(template.sha256)
-            jobs.append(Job(step.step_id, step.task, partial(self._attempt, step, n, first), partial(self._check, step, n)))
+            jobs.append(
+                Job(
+                    step.step_id,
+                    step.task,
+                    partial(self._attempt, step, n, first),
+                    partial(self._check, step, n),
+                )
+            )
         outcomes = self.runner.run(jobs) if jobs else []
         for step, slot in zip(steps, slots, strict=True):
             yield slot if not isinstance(slot, int) else self._question(step, outcomes[slot], hashes[slot])
@@ -234,14 +280,31 @@ class LLMDistractorGenerator:
     def _question(self, step: GoldStep, outcome: Outcome, prompt_hash: str) -> Question | Problem:
         if outcome.value is None:
             return Problem(where=step.step_id, stage="generate", reason=outcome.reason, detail=outcome.detail)
-        prov = step.provenance.model_copy(update={
-            "generator": self.name, "generator_version": self.version, "prompt_hash": prompt_hash,
-            "model": outcome.model or self.model, "tokens_in": outcome.tokens_in,
-            "tokens_out": outcome.tokens_out, "cost_usd": round(outcome.cost_usd, 8)})
-        return Question(item_id=step.step_id, scenario=step.scenario, task=step.task, form=step.form,
-                        trajectory_id=step.trajectory_id, step_index=step.step_index, fields=step.fields,
-                        gold=step.gold, options=(step.gold, *(d.text for d in outcome.value)), gold_index=0,
-                        distractors=tuple(outcome.value), provenance=prov)
+        prov = step.provenance.model_copy(
+            update={
+                "generator": self.name,
+                "generator_version": self.version,
+                "prompt_hash": prompt_hash,
+                "model": outcome.model or self.model,
+                "tokens_in": outcome.tokens_in,
+                "tokens_out": outcome.tokens_out,
+                "cost_usd": round(outcome.cost_usd, 8),
+            }
+        )
+        return Question(
+            item_id=step.step_id,
+            scenario=step.scenario,
+            task=step.task,
+            form=step.form,
+            trajectory_id=step.trajectory_id,
+            step_index=step.step_index,
+            fields=step.fields,
+            gold=step.gold,
+            options=(step.gold, *(d.text for d in outcome.value)),
+            gold_index=0,
+            distractors=tuple(outcome.value),
+            provenance=prov,
+        )
 
     def usage_report(self) -> dict[str, Any]:
         """Tokens and cost of this build per task and model (`Ledger.report`)."""

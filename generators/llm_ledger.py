@@ -67,8 +67,9 @@ class Usage:
 class Ledger:
     """Spend, reservations and usage of one build (see the module docstring)."""
 
-    def __init__(self, prices: Mapping[str, Price], budget_usd: float | None = None,
-                 batch_factor: float = 0.5) -> None:
+    def __init__(
+        self, prices: Mapping[str, Price], budget_usd: float | None = None, batch_factor: float = 0.5
+    ) -> None:
         """Start an empty ledger.
 
         Args:
@@ -92,7 +93,9 @@ class Ledger:
             ValueError: a budget is set and `model` has no price.
         """
         if self.budget_usd is not None and model not in self.prices:
-            raise ValueError(f"budget_usd is set but model {model!r} has no price; add it under generator.prices")
+            raise ValueError(
+                f"budget_usd is set but model {model!r} has no price; add it under generator.prices"
+            )
 
     def cost(self, model: str, tokens_in: int, tokens_out: int, factor: float = 1.0) -> float:
         """Cost of some tokens (0 for a model without a price)."""
@@ -131,8 +134,9 @@ class Ledger:
         with self._lock:
             self.reserved_usd = max(0.0, self.reserved_usd - reserved)
 
-    def settle(self, reserved: float, task: str, model: str, tokens_in: int, tokens_out: int,
-               factor: float = 1.0) -> float:
+    def settle(
+        self, reserved: float, task: str, model: str, tokens_in: int, tokens_out: int, factor: float = 1.0
+    ) -> float:
         """Replace a reservation by the actual cost of the reply; returns that cost."""
         cost = self.cost(model, tokens_in, tokens_out, factor)
         with self._lock:

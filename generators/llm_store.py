@@ -97,7 +97,9 @@ class ResponseStore:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, SCHEMA_VERSION):
-                raise StoreError(f"{self.path}: LLM store schema {version}, this aptforge reads {SCHEMA_VERSION}")
+                raise StoreError(
+                    f"{self.path}: LLM store schema {version}, this aptforge reads {SCHEMA_VERSION}"
+                )
             self._conn.execute("PRAGMA busy_timeout=60000")
             # CREATE ... IF NOT EXISTS is idempotent; executescript commits on its own.
             self._conn.executescript(_SCHEMA)
@@ -124,15 +126,19 @@ class ResponseStore:
             row = self._read.execute("SELECT reply FROM responses WHERE key = ?", (key,)).fetchone()
         return orjson.loads(row[0]) if row else None
 
-    def put(self, key: str, provider: str, model: str, request: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
+    def put(
+        self, key: str, provider: str, model: str, request: Mapping[str, Any], reply: Mapping[str, Any]
+    ) -> None:
         """Store one reply (committed when this returns)."""
         self.put_many([(key, provider, model, request, reply)])
 
     def put_many(self, rows: Iterable[tuple[str, str, str, Mapping[str, Any], Mapping[str, Any]]]) -> None:
         """Store several replies in one transaction."""
         now = time.time()
-        data = [(k, p, m, orjson.dumps(req, option=orjson.OPT_SORT_KEYS), orjson.dumps(rep), now)
-                for k, p, m, req, rep in rows]
+        data = [
+            (k, p, m, orjson.dumps(req, option=orjson.OPT_SORT_KEYS), orjson.dumps(rep), now)
+            for k, p, m, req, rep in rows
+        ]
         with self._lock, self._tx():
             self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)", data)
 
@@ -151,8 +157,9 @@ class ResponseStore:
     def add_batch(self, batch_id: str, provider: str, entries: Iterable[BatchEntry]) -> None:
         """Record a submitted batch and its requests (one transaction)."""
         with self._lock, self._tx():
-            self._conn.execute("INSERT INTO batches VALUES (?, ?, 'submitted', ?, NULL)",
-                               (batch_id, provider, time.time()))
+            self._conn.execute(
+                "INSERT INTO batches VALUES (?, ?, 'submitted', ?, NULL)", (batch_id, provider, time.time())
+            )
             self._conn.executemany(
                 "INSERT OR REPLACE INTO batch_requests VALUES (?, ?, ?, ?, ?, NULL)",
                 [(e.key, batch_id, e.task, e.model, e.reserved_usd) for e in entries],
@@ -161,14 +168,19 @@ class ResponseStore:
     def pending_batches(self, provider: str) -> list[PendingBatch]:
         """Submitted, not yet collected batches of a provider, oldest first."""
         with self._lock:
-            ids = [r[0] for r in self._conn.execute(
-                "SELECT batch_id FROM batches WHERE provider = ? AND status = 'submitted' ORDER BY created, batch_id",
-                (provider,))]
+            ids = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT batch_id FROM batches WHERE provider = ? AND status = 'submitted' ORDER BY created, batch_id",
+                    (provider,),
+                )
+            ]
             out = []
             for batch_id in ids:
                 rows = self._conn.execute(
                     "SELECT key, task, model, reserved_usd FROM batch_requests WHERE batch_id = ? ORDER BY key",
-                    (batch_id,)).fetchall()
+                    (batch_id,),
+                ).fetchall()
                 out.append(PendingBatch(batch_id, provider, tuple(BatchEntry(*r) for r in rows)))
         return out
 
@@ -181,19 +193,26 @@ class ResponseStore:
     ) -> None:
         """Store a collected batch's replies and per-request errors, and close it (one transaction)."""
         now = time.time()
-        data = [(k, p, m, orjson.dumps(req, option=orjson.OPT_SORT_KEYS), orjson.dumps(rep), now)
-                for k, p, m, req, rep in replies]
+        data = [
+            (k, p, m, orjson.dumps(req, option=orjson.OPT_SORT_KEYS), orjson.dumps(rep), now)
+            for k, p, m, req, rep in replies
+        ]
         with self._lock, self._tx():
             self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)", data)
-            self._conn.executemany("UPDATE batch_requests SET error = ? WHERE batch_id = ? AND key = ?",
-                                   [(err, batch_id, key) for key, err in errors.items()])
-            self._conn.execute("UPDATE batches SET status = ?, ended = ? WHERE batch_id = ?", (status, now, batch_id))
+            self._conn.executemany(
+                "UPDATE batch_requests SET error = ? WHERE batch_id = ? AND key = ?",
+                [(err, batch_id, key) for key, err in errors.items()],
+            )
+            self._conn.execute(
+                "UPDATE batches SET status = ?, ended = ? WHERE batch_id = ?", (status, now, batch_id)
+            )
 
     def batch_errors(self, batch_id: str) -> dict[str, str]:
         """Per-request errors recorded when a batch was collected."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT key, error FROM batch_requests WHERE batch_id = ? AND error IS NOT NULL", (batch_id,))
+                "SELECT key, error FROM batch_requests WHERE batch_id = ? AND error IS NOT NULL", (batch_id,)
+            )
             return dict(rows.fetchall())
 
     def batch_status(self, batch_id: str) -> str | None:

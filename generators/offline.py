@@ -76,8 +76,15 @@ class OfflineGenerator:
     name = "offline"
     version = 2
 
-    def __init__(self, *, seed: int = 0, near_duplicate: float = 0.85, spread: int = 12, attempts: int = 8,
-                 neighbourhood: int = 200) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        near_duplicate: float = 0.85,
+        spread: int = 12,
+        attempts: int = 8,
+        neighbourhood: int = 200,
+    ) -> None:
         self.seed = seed
         self.attempts = attempts
         self.neighbourhood = neighbourhood
@@ -121,8 +128,9 @@ class OfflineGenerator:
                 provenance=prov,
             )
 
-    def _order(self, ranked: list[int], pool: Sequence[PoolEntry], size: int, rng: random.Random,
-               lead: bool) -> list[int]:
+    def _order(
+        self, ranked: list[int], pool: Sequence[PoolEntry], size: int, rng: random.Random, lead: bool
+    ) -> list[int]:
         """Candidates within 3x of the gold's length first; in each group the `spread` most similar
         in a seeded shuffle (after the single most similar when `lead`), then the rest by similarity."""
         near = [i for i in ranked if size / 3 <= len(pool[i].text) <= 3 * max(size, 1)]
@@ -139,7 +147,11 @@ class OfflineGenerator:
         return bool(text.strip()) and all(similarity(text, t) < self.near_duplicate for t in taken)
 
     def _pick(
-        self, step: GoldStep, pool: Sequence[PoolEntry], pool_tokens: Sequence[frozenset[str]], need: int,
+        self,
+        step: GoldStep,
+        pool: Sequence[PoolEntry],
+        pool_tokens: Sequence[frozenset[str]],
+        need: int,
         plan: RankPlan | None = None,
     ) -> list[Distractor]:
         taken = [step.gold]
@@ -176,7 +188,9 @@ class OfflineGenerator:
                 # the gold), so the anchor, not the gold, is the option closest to all others.
                 head = ranked[: self.neighbourhood]
                 anchor = head[trial.randrange(min(len(head), self.spread))]
-                base = sorted(head, key=lambda i: (-jaccard(pool_tokens[anchor], pool_tokens[i]), pool[i].step_id))
+                base = sorted(
+                    head, key=lambda i: (-jaccard(pool_tokens[anchor], pool_tokens[i]), pool[i].step_id)
+                )
             longer = [i for i in base if len(pool[i].text) > size]
             shorter = [i for i in base if len(pool[i].text) <= size]
             sides = [
@@ -194,8 +208,15 @@ class OfflineGenerator:
                 break
         return best
 
-    def _fill(self, step: GoldStep, pool: Sequence[PoolEntry], picked: list[Distractor], taken: list[str],
-              need: int, sides: list[tuple[list[int], int]]) -> list[Distractor]:
+    def _fill(
+        self,
+        step: GoldStep,
+        pool: Sequence[PoolEntry],
+        picked: list[Distractor],
+        taken: list[str],
+        need: int,
+        sides: list[tuple[list[int], int]],
+    ) -> list[Distractor]:
         """Take each side's quota of acceptable candidates in order, then fill up from both sides."""
         for side, quota in [*sides, ([i for s, _ in sides for i in s], need)]:
             target = min(len(picked) + quota, need)
@@ -205,6 +226,8 @@ class OfflineGenerator:
                 entry = pool[i]
                 if self._acceptable(entry.text, taken):
                     taken.append(entry.text)
-                    kind = "same_trajectory" if entry.trajectory_id == step.trajectory_id else "other_trajectory"
+                    kind = (
+                        "same_trajectory" if entry.trajectory_id == step.trajectory_id else "other_trajectory"
+                    )
                     picked.append(Distractor(text=entry.text, origin=f"{kind}:{entry.step_id}"))
         return picked

@@ -19,8 +19,15 @@ from generators.prompting import Prompt, distractor_schema
 TOOL_NAME = "record_distractors"
 
 
-def openai_body(prompt: Prompt, *, model: str, max_tokens: int, temperature: float | None = None,
-                structured: str = "json_schema", token_param: str = "max_completion_tokens") -> dict[str, Any]:
+def openai_body(
+    prompt: Prompt,
+    *,
+    model: str,
+    max_tokens: int,
+    temperature: float | None = None,
+    structured: str = "json_schema",
+    token_param: str = "max_completion_tokens",
+) -> dict[str, Any]:
     """The `chat.completions.create` keyword arguments of a prompt (pure).
 
     Args:
@@ -40,12 +47,22 @@ def openai_body(prompt: Prompt, *, model: str, max_tokens: int, temperature: flo
     if temperature is not None:
         body["temperature"] = temperature
     if structured == "json_schema":
-        body["response_format"] = {"type": "json_schema",
-                                   "json_schema": {"name": "distractors", "strict": True, "schema": distractor_schema()}}
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "distractors", "strict": True, "schema": distractor_schema()},
+        }
     elif structured == "tool":
-        body["tools"] = [{"type": "function", "function": {
-            "name": TOOL_NAME, "description": "Record the wrong options.", "strict": True,
-            "parameters": distractor_schema()}}]
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": TOOL_NAME,
+                    "description": "Record the wrong options.",
+                    "strict": True,
+                    "parameters": distractor_schema(),
+                },
+            }
+        ]
         body["tool_choice"] = {"type": "function", "function": {"name": TOOL_NAME}}
     elif structured == "json_object":
         body["response_format"] = {"type": "json_object"}
@@ -65,8 +82,14 @@ class OpenAIGenerator(LLMDistractorGenerator):
 
     def request_body(self, prompt: Prompt, max_tokens: int) -> dict[str, Any]:
         """Chat-completions body of a rendered prompt (pure)."""
-        return openai_body(prompt, model=self.model, max_tokens=max_tokens, temperature=self.temperature,
-                           structured=self.structured, token_param=self.token_param)
+        return openai_body(
+            prompt,
+            model=self.model,
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            structured=self.structured,
+            token_param=self.token_param,
+        )
 
 
 __all__ = ["TOOL_NAME", "OpenAIGenerator", "openai_body"]

@@ -99,10 +99,19 @@ def transcript(messages: Any) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=False)
-    env.filters.update(fromjson=json.loads, transcript=transcript, truncate_middle=truncate_middle,
-                       tojson=lambda v: json.dumps(v, ensure_ascii=False))
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters.update(
+        fromjson=json.loads,
+        transcript=transcript,
+        truncate_middle=truncate_middle,
+        tojson=lambda v: json.dumps(v, ensure_ascii=False),
+    )
     return env
 
 
@@ -127,8 +136,15 @@ def compile_template(path: Path, env: jinja2.Environment | None = None) -> Promp
         user = env.from_string(sections["user"].strip("\n"))
     except jinja2.TemplateSyntaxError as exc:
         raise PromptError(f"{path}:{exc.lineno}: {exc.message}") from exc
-    return PromptTemplate(match["scenario"], match["task"], int(match["version"]), path.name,
-                          hashlib.sha256(raw).hexdigest(), system, user)
+    return PromptTemplate(
+        match["scenario"],
+        match["task"],
+        int(match["version"]),
+        path.name,
+        hashlib.sha256(raw).hexdigest(),
+        system,
+        user,
+    )
 
 
 class PromptLibrary:
@@ -178,25 +194,52 @@ class PromptLibrary:
 def render(template: PromptTemplate, step: GoldStep, n: int, budget: int) -> Prompt:
     """Render a template for one gold step (pure)."""
     values = {"step": step, "gold": step.gold, "fields": step.fields, "n": n, "budget": budget}
-    return Prompt(template.system.render(values).strip(), template.user.render(values).strip(),
-                  template.name, template.sha256)
+    return Prompt(
+        template.system.render(values).strip(),
+        template.user.render(values).strip(),
+        template.name,
+        template.sha256,
+    )
 
 
 def with_repair_note(prompt: Prompt, detail: str) -> Prompt:
     """The prompt of a second attempt: the first reply's problem appended to the user message."""
-    note = (f"\n\nYour previous reply could not be used: {detail}\n"
-            "Reply again, following every rule above, with the JSON object only.")
+    note = (
+        f"\n\nYour previous reply could not be used: {detail}\n"
+        "Reply again, following every rule above, with the JSON object only."
+    )
     return prompt._replace(user=prompt.user + note)
 
 
 def distractor_schema() -> dict[str, Any]:
     """JSON schema of a reply: `{"distractors": [{"kind": str, "text": str}, ...]}` (strict-mode safe)."""
-    item = {"type": "object", "additionalProperties": False, "required": ["kind", "text"],
-            "properties": {"kind": {"type": "string", "description": "error family of this wrong option"},
-                           "text": {"type": "string", "description": "the wrong option, in the gold's format"}}}
-    return {"type": "object", "additionalProperties": False, "required": ["distractors"],
-            "properties": {"distractors": {"type": "array", "items": item}}}
+    item = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["kind", "text"],
+        "properties": {
+            "kind": {"type": "string", "description": "error family of this wrong option"},
+            "text": {"type": "string", "description": "the wrong option, in the gold's format"},
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["distractors"],
+        "properties": {"distractors": {"type": "array", "items": item}},
+    }
 
 
-__all__ = ["PROMPTS_DIR", "Prompt", "PromptError", "PromptLibrary", "PromptTemplate", "compile_template",
-           "distractor_schema", "render", "transcript", "truncate_middle", "with_repair_note"]
+__all__ = [
+    "PROMPTS_DIR",
+    "Prompt",
+    "PromptError",
+    "PromptLibrary",
+    "PromptTemplate",
+    "compile_template",
+    "distractor_schema",
+    "render",
+    "transcript",
+    "truncate_middle",
+    "with_repair_note",
+]

@@ -24,8 +24,9 @@ from schemas import Problem, Question, Trajectory
 #: Trajectory fields that identify the run rather than carry its text.
 _TRAJECTORY_KEEP = frozenset({"trajectory_id", "kind", "outcome", "source"})
 #: Question fields that identify or trace the item rather than show it.
-_QUESTION_KEEP = frozenset({"item_id", "scenario", "task", "form", "trajectory_id", "step_index",
-                            "gold_index", "provenance"})
+_QUESTION_KEEP = frozenset(
+    {"item_id", "scenario", "task", "form", "trajectory_id", "step_index", "gold_index", "provenance"}
+)
 
 
 def _fmt(counts: Counter[str]) -> str:
@@ -81,8 +82,15 @@ def redact_trajectories(trajs: Iterable[Trajectory], redactor: Redactor) -> Traj
         if counts:
             total.update(counts)
             where = t.source.file if t.source.line is None else f"{t.source.file}:{t.source.line}"
-            problems.append(Problem(where=where, stage="redact", reason="secret_redacted",
-                                    detail=f"trajectory {t.trajectory_id}: {_fmt(counts)}", severity="info"))
+            problems.append(
+                Problem(
+                    where=where,
+                    stage="redact",
+                    reason="secret_redacted",
+                    detail=f"trajectory {t.trajectory_id}: {_fmt(counts)}",
+                    severity="info",
+                )
+            )
     return TrajectoryScrub(out, problems, total)
 
 
@@ -126,8 +134,14 @@ def redact_questions(questions: Iterable[Question], redactor: Redactor) -> Quest
         red, counts = _redact_model(q, _QUESTION_KEEP, redactor)
         broken = _json_broken(q, red) if counts else None
         if broken is not None:
-            problems.append(Problem(where=q.item_id, stage="redact", reason="redaction_broke_json",
-                                    detail=f"field {broken!r} would not parse after redaction ({_fmt(counts)})"))
+            problems.append(
+                Problem(
+                    where=q.item_id,
+                    stage="redact",
+                    reason="redaction_broke_json",
+                    detail=f"field {broken!r} would not parse after redaction ({_fmt(counts)})",
+                )
+            )
             continue
         out.append(red)
         total.update(counts)
@@ -141,7 +155,11 @@ def redact_problems(problems: Iterable[Problem], redactor: Redactor) -> list[Pro
     out = []
     for p in problems:
         where, detail = redactor.redact(p.where).text, redactor.redact(p.detail).text
-        out.append(p if (where, detail) == (p.where, p.detail) else p.model_copy(update={"where": where, "detail": detail}))
+        out.append(
+            p
+            if (where, detail) == (p.where, p.detail)
+            else p.model_copy(update={"where": where, "detail": detail})
+        )
     return out
 
 
@@ -154,6 +172,12 @@ def placeholder_counts(q: Question) -> Counter[str]:
 
 
 __all__ = [
-    "QuestionScrub", "TrajectoryScrub", "placeholder_counts", "question_texts", "redact_problems",
-    "redact_questions", "redact_trajectories", "trajectory_texts",
+    "QuestionScrub",
+    "TrajectoryScrub",
+    "placeholder_counts",
+    "question_texts",
+    "redact_problems",
+    "redact_questions",
+    "redact_trajectories",
+    "trajectory_texts",
 ]

@@ -45,9 +45,31 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 #: A line can hold something for detect-secrets only if it names a credential (its keyword
 #: plugin's words, `://` for basic auth) or has a long token of letters and digits: the other
 #: lines (most of a trajectory) skip its slow scan.
-_HINTS = ("_key", "apikey", "authkey", "servicekey", "accountkey", "dbkey", "databasekey", "privkey",
-          "privatekey", "private key", "clientkey", "pass", "pwd", "secret", "contrase", "token", "cred",
-          "cloudant", "softlayer", "sl_", "ibm", "bearer", "://")
+_HINTS = (
+    "_key",
+    "apikey",
+    "authkey",
+    "servicekey",
+    "accountkey",
+    "dbkey",
+    "databasekey",
+    "privkey",
+    "privatekey",
+    "private key",
+    "clientkey",
+    "pass",
+    "pwd",
+    "secret",
+    "contrase",
+    "token",
+    "cred",
+    "cloudant",
+    "softlayer",
+    "sl_",
+    "ibm",
+    "bearer",
+    "://",
+)
 _LONG_RUN = re.compile(r"[A-Za-z0-9_\-+=]{20,}")
 #: detect-secrets keeps its settings in a process-wide singleton: one scan at a time.
 _DS_LOCK = threading.Lock()
@@ -131,8 +153,10 @@ class Scanner:
     def __init__(self, options: PrivacyOptions | None = None) -> None:
         self.options = options or PrivacyOptions()
         self._patterns = [
-            p for p in PATTERNS
-            if (p.kind != "email" or self.options.redact_emails) and (p.kind != "phone" or self.options.redact_phones)
+            p
+            for p in PATTERNS
+            if (p.kind != "email" or self.options.redact_emails)
+            and (p.kind != "phone" or self.options.redact_phones)
         ]
         self._ds_cache: dict[str, tuple[tuple[str, str], ...]] = {}
 
@@ -144,7 +168,9 @@ class Scanner:
         lower = text.translate(_ASCII_LOWER)  # same length as `text`, unlike str.lower()
         for p in self._patterns:
             for m in self._matches(p, text, lower):
-                if (p.boundary and not token_start(text, m.start())) or (p.accept is not None and not p.accept(m)):
+                if (p.boundary and not token_start(text, m.start())) or (
+                    p.accept is not None and not p.accept(m)
+                ):
                     continue
                 start, end = m.span(p.group)
                 kind = assignment_kind(key_before(text, m.end("key"))) if p.kind == "secret" else p.kind
@@ -152,7 +178,9 @@ class Scanner:
         if self.options.detect_secrets:
             found += self._detect_secrets_spans(text)
         guarded = [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)]
-        found = [s for s in found if s.end > s.start and not any(s.start < e and b < s.end for b, e in guarded)]
+        found = [
+            s for s in found if s.end > s.start and not any(s.start < e and b < s.end for b, e in guarded)
+        ]
         return _merge(found)
 
     @staticmethod
@@ -253,8 +281,7 @@ def _worth_scanning(chunk: str) -> bool:
     if any(h in low for h in _HINTS):
         return True
     return any(
-        any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
-        for run in _LONG_RUN.findall(chunk)
+        any(c.isdigit() for c in run) and any(c.isalpha() for c in run) for run in _LONG_RUN.findall(chunk)
     )
 
 
@@ -286,7 +313,7 @@ class Redactor:
             spans = self._spans[text] = self.scanner.spans(text)
             for s in spans:
                 self.found[s.kind] += 1
-                value = text[s.start: s.end]
+                value = text[s.start : s.end]
                 if strong_value(s.kind, value):
                     known = self._values.get(value)
                     if known is None or rank(s.kind) < rank(known):
@@ -323,7 +350,7 @@ class Redactor:
         parts: list[str] = []
         pos = 0
         for s in merged:
-            parts += [text[pos: s.start], placeholder(s.kind)]
+            parts += [text[pos : s.start], placeholder(s.kind)]
             pos = s.end
         parts.append(text[pos:])
         return Redaction("".join(parts), Counter(s.kind for s in merged))
@@ -359,8 +386,10 @@ def scan_text(text: str, where: str, field: str = "", scanner: Scanner | None = 
 
 
 def scan_rows(
-    rows: Iterable[Mapping[str, Any]], options: PrivacyOptions | None = None,
-    id_keys: tuple[str, ...] = ("item_id", "uuid"), scanner: Scanner | None = None,
+    rows: Iterable[Mapping[str, Any]],
+    options: PrivacyOptions | None = None,
+    id_keys: tuple[str, ...] = ("item_id", "uuid"),
+    scanner: Scanner | None = None,
 ) -> list[Finding]:
     """Findings in every string (and list-of-strings) column of rows: what publish checks.
 
@@ -376,8 +405,9 @@ def scan_rows(
     return findings
 
 
-def assert_clean(findings_or_rows: Iterable[Finding] | Iterable[Mapping[str, Any]],
-                 options: PrivacyOptions | None = None) -> None:
+def assert_clean(
+    findings_or_rows: Iterable[Finding] | Iterable[Mapping[str, Any]], options: PrivacyOptions | None = None
+) -> None:
     """Refuse (raise `SecretsFound`) when anything is found; accepts findings or rows.
 
     Raises:
@@ -392,6 +422,18 @@ def assert_clean(findings_or_rows: Iterable[Finding] | Iterable[Mapping[str, Any
 
 
 __all__ = [
-    "PLACEHOLDER", "Finding", "PrivacyOptions", "Redaction", "Redactor", "Scanner", "SecretsFound", "Span",
-    "assert_clean", "placeholder", "scan_rows", "scan_text", "strings_of", "strong_value",
+    "PLACEHOLDER",
+    "Finding",
+    "PrivacyOptions",
+    "Redaction",
+    "Redactor",
+    "Scanner",
+    "SecretsFound",
+    "Span",
+    "assert_clean",
+    "placeholder",
+    "scan_rows",
+    "scan_text",
+    "strings_of",
+    "strong_value",
 ]

@@ -137,7 +137,9 @@ class RunOutcome(Model):
 class EnvSetupRun(Model):
     """One normalised env-setup run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, populate_by_name=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, populate_by_name=True
+    )
 
     record_schema: Literal["aptforge.envsetup_run/v1"] = Field(SCHEMA_ID, alias="schema")
     """Schema id of this record."""

@@ -30,34 +30,41 @@ FAKE_SECRETS: dict[str, str] = {
     "aws_access_key_id": "AKIAQ4XJ7R2M9TPLW3KZ",
     "aws_secret_access_key": "q8Jv3Rk+Lm9/Tz2Xw5Yc7Nb0Pd4Hs6Gf1Ae8Ui3O",
     "slack_token": "xoxb-482910375612-7730925841136-Qk3Lz8Rw2Vt6Yp9Xs4Mn1Bd",
-    "jwt": ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhcHRmb3JnZS10ZXN0IiwiaWF0IjoxNzAwMDAwMDAwfQ"
-            ".c2lnbmF0dXJlLW5vdC1yZWFsLWF0LWFsbC0xMjM0NQ"),
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJhcHRmb3JnZS10ZXN0IiwiaWF0IjoxNzAwMDAwMDAwfQ"
+        ".c2lnbmF0dXJlLW5vdC1yZWFsLWF0LWFsbC0xMjM0NQ"
+    ),
     "private_key": f"-----BEGIN RSA PRIVATE KEY-----\n{_KEY_BODY}\n{_KEY_BODY[::-1]}\n-----END RSA PRIVATE KEY-----",
     "url_password": "Tr0ub4dor-Horse9",
     "password": "pa55W0rd!Blue42",
 }
 #: kind -> the placeholder kind it must be redacted to.
-PLACEHOLDER_KIND = {k: k for k in FAKE_SECRETS} | {"github_pat": "github_token", "github_oauth": "github_token"}
+PLACEHOLDER_KIND = {k: k for k in FAKE_SECRETS} | {
+    "github_pat": "github_token",
+    "github_oauth": "github_token",
+}
 
 
 def env_dump() -> str:
     """An observation that prints a `.env` file holding every fake secret (one per line)."""
     s = FAKE_SECRETS
-    return "\n".join([
-        f"OPENAI_API_KEY={s['openai_key']}",
-        f"ANTHROPIC_API_KEY={s['anthropic_key']}",
-        f"HF_TOKEN={s['huggingface_token']}",
-        f"GITHUB_TOKEN={s['github_token']}",
-        f"GH_FINE_GRAINED={s['github_pat']}",
-        f"# oauth: {s['github_oauth']}",
-        f"AWS_ACCESS_KEY_ID={s['aws_access_key_id']}",
-        f"AWS_SECRET_ACCESS_KEY={s['aws_secret_access_key']}",
-        f"SLACK_BOT_TOKEN={s['slack_token']}",
-        f"SESSION={s['jwt']}",
-        f"DB_PASSWORD={s['password']}",
-        f"DATABASE_URL=postgres://app:{s['url_password']}@db.internal:5432/app",
-        s["private_key"],
-    ])
+    return "\n".join(
+        [
+            f"OPENAI_API_KEY={s['openai_key']}",
+            f"ANTHROPIC_API_KEY={s['anthropic_key']}",
+            f"HF_TOKEN={s['huggingface_token']}",
+            f"GITHUB_TOKEN={s['github_token']}",
+            f"GH_FINE_GRAINED={s['github_pat']}",
+            f"# oauth: {s['github_oauth']}",
+            f"AWS_ACCESS_KEY_ID={s['aws_access_key_id']}",
+            f"AWS_SECRET_ACCESS_KEY={s['aws_secret_access_key']}",
+            f"SLACK_BOT_TOKEN={s['slack_token']}",
+            f"SESSION={s['jwt']}",
+            f"DB_PASSWORD={s['password']}",
+            f"DATABASE_URL=postgres://app:{s['url_password']}@db.internal:5432/app",
+            s["private_key"],
+        ]
+    )
 
 
 def _text(content: Any) -> str:
@@ -113,7 +120,19 @@ def as_swesmith_row(data: dict[str, Any]) -> dict[str, Any]:
             messages.append({"role": "assistant", "content": f"{m.get('thought') or ''}\n\n{call}".strip()})
         elif m["role"] == "tool":
             text = _text(m["content"])
-            messages.append({"role": "user", "content": text if text.startswith("OBSERVATION:") else "OBSERVATION:\n" + text})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": text if text.startswith("OBSERVATION:") else "OBSERVATION:\n" + text,
+                }
+            )
     problem = json.loads(data["replay_config"])["problem_statement"]
-    return {"messages": messages, "instance_id": problem["id"], "resolved": True, "model": "gpt-4o-2024-08-06",
-            "traj_id": f"{problem['id']}.smith", "patch": data["info"]["submission"], "id": f"{problem['id']}.smith"}
+    return {
+        "messages": messages,
+        "instance_id": problem["id"],
+        "resolved": True,
+        "model": "gpt-4o-2024-08-06",
+        "traj_id": f"{problem['id']}.smith",
+        "patch": data["info"]["submission"],
+        "id": f"{problem['id']}.smith",
+    }

@@ -30,8 +30,16 @@ def run_messages(i: int) -> list[dict[str, Any]]:
     """A short SWE run in APTBench plan form (system, issue, plans and observations)."""
     return [
         {"role": "system", "content": "You are a helpful assistant that can work in a terminal."},
-        {"role": "user", "content": [{"type": "text", "text": f"<pr_description>\nIssue {i}: `evaluate(\"5 - 2\")` "
-                                      "returns 7 instead of 3.\n</pr_description>"}]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": f'<pr_description>\nIssue {i}: `evaluate("5 - 2")` '
+                    "returns 7 instead of 3.\n</pr_description>",
+                }
+            ],
+        },
         {"role": "assistant", "plan": "I need to find where the operators are defined"},
         {"role": "tool", "content": [{"type": "text", "text": f"OBSERVATION:\ntinycalc/ops.py line {i}"}]},
     ]
@@ -40,24 +48,48 @@ def run_messages(i: int) -> list[dict[str, Any]]:
 def plan_step(i: int, gold: str | None = None, **fields: Any) -> GoldStep:
     """A `swe_issue_fix/plan` gold step with a small context."""
     return GoldStep(
-        step_id=content_id("step", i), scenario="swe_issue_fix", task="plan", form="mcq",
-        trajectory_id=content_id("traj", i), step_index=3,
+        step_id=content_id("step", i),
+        scenario="swe_issue_fix",
+        task="plan",
+        form="mcq",
+        trajectory_id=content_id("traj", i),
+        step_index=3,
         gold=gold or f"{_PLANS[i % len(_PLANS)]} (case {i})",
         fields={"trajs": json.dumps(run_messages(i)), **fields},
-        provenance=Provenance(source_file=f"run{i}.traj", source_format="swe_agent_traj", extractor="swe_issue_fix"),
+        provenance=Provenance(
+            source_file=f"run{i}.traj", source_format="swe_agent_traj", extractor="swe_issue_fix"
+        ),
     )
 
 
 def dr_step(i: int) -> GoldStep:
     """A deep-research plan gold step whose gold is a JSON step."""
-    gold = json.dumps({"planning": f"Search for the founding year of company {i}.",
-                       "execution": {"name": "web_search", "args": {"text": f"company {i} founded"}}})
-    trajectory = [{"planning": "Look for the company.", "execution": {"name": "web_search", "args": {"text": "x"}},
-                   "observation": "title: ...\nbody: ...\nurl: https://example.com"}]
+    gold = json.dumps(
+        {
+            "planning": f"Search for the founding year of company {i}.",
+            "execution": {"name": "web_search", "args": {"text": f"company {i} founded"}},
+        }
+    )
+    trajectory = [
+        {
+            "planning": "Look for the company.",
+            "execution": {"name": "web_search", "args": {"text": "x"}},
+            "observation": "title: ...\nbody: ...\nurl: https://example.com",
+        }
+    ]
     return GoldStep(
-        step_id=content_id("dr", i), scenario="dr", task="plan", form="mcq", trajectory_id=content_id("drt", i),
-        step_index=1, gold=gold,
-        fields={"query": f"When was company {i} founded?", "trajectory": json.dumps(trajectory), "tool_set": "web_search"},
+        step_id=content_id("dr", i),
+        scenario="dr",
+        task="plan",
+        form="mcq",
+        trajectory_id=content_id("drt", i),
+        step_index=1,
+        gold=gold,
+        fields={
+            "query": f"When was company {i} founded?",
+            "trajectory": json.dumps(trajectory),
+            "tool_set": "web_search",
+        },
         provenance=Provenance(source_file=f"dr{i}.jsonl", source_format="webdancer", extractor="dr"),
     )
 
@@ -67,22 +99,35 @@ def build_config(tmp_path: Path, name: str = "openai", **generator: Any) -> Buil
     generator.setdefault("model", "gpt-test")
     generator.setdefault("timeout_s", 5.0)
     generator.setdefault("max_retries", 2)
-    return BuildConfig(scenario="swe_issue_fix", version="vtest", sources=[{"path": str(tmp_path)}],
-                       tasks={"plan": {}}, out_dir=str(tmp_path / "out"), generator={"name": name, **generator})
+    return BuildConfig(
+        scenario="swe_issue_fix",
+        version="vtest",
+        sources=[{"path": str(tmp_path)}],
+        tasks={"plan": {}},
+        out_dir=str(tmp_path / "out"),
+        generator={"name": name, **generator},
+    )
 
 
 def settings_for(server: LLMStandInServer, key: str = API_KEY) -> Settings:
     """Settings as the environment would give them, pointing both providers at the stand-in."""
-    return Settings(OPENAI_API_KEY=key, OPENAI_BASE_URL=server.openai_base_url, ANTHROPIC_API_KEY=key,
-                    ANTHROPIC_BASE_URL=server.anthropic_base_url)
+    return Settings(
+        OPENAI_API_KEY=key,
+        OPENAI_BASE_URL=server.openai_base_url,
+        ANTHROPIC_API_KEY=key,
+        ANTHROPIC_BASE_URL=server.anthropic_base_url,
+    )
 
 
-def make_generator(server: LLMStandInServer, tmp_path: Path, name: str = "openai", key: str = API_KEY,
-                   **generator: Any) -> LLMDistractorGenerator:
+def make_generator(
+    server: LLMStandInServer, tmp_path: Path, name: str = "openai", key: str = API_KEY, **generator: Any
+) -> LLMDistractorGenerator:
     """An LLM generator built by `flows.settings.make_llm_generator` against the stand-in."""
     return make_llm_generator(build_config(tmp_path, name, **generator), settings_for(server, key))
 
 
-def generate(gen: LLMDistractorGenerator, steps: list[GoldStep], n_options: int = 4) -> list[Question | Problem]:
+def generate(
+    gen: LLMDistractorGenerator, steps: list[GoldStep], n_options: int = 4
+) -> list[Question | Problem]:
     """Every output of one `generate()` call."""
     return list(gen.generate(steps, [], n_options))

@@ -18,28 +18,50 @@ def test_cohen_kappa_matches_the_textbook_two_by_two_example():
 
 def test_cohen_kappa_on_four_items_computed_by_hand():
     # p_o = 3/4; p_e = (2/4)(1/4) + (2/4)(3/4) = 0.5; kappa = 0.25 / 0.5 = 0.5
-    assert cohen_kappa(["keep", "keep", "reject", "reject"], ["keep", "reject", "reject", "reject"]) == pytest.approx(0.5)
+    assert cohen_kappa(
+        ["keep", "keep", "reject", "reject"], ["keep", "reject", "reject", "reject"]
+    ) == pytest.approx(0.5)
     assert cohen_kappa(["keep", "reject"], ["reject", "keep"]) == pytest.approx(-1.0)
 
 
 def test_fleiss_kappa_matches_the_published_worked_example():
     # Fleiss (1971) as worked on Wikipedia: 10 subjects, 14 raters, 5 categories -> 0.210
-    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-             [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    table = [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
     units = [{j: c for j, c in enumerate(row) if c} for row in table]
     assert fleiss_kappa(units) == pytest.approx(0.2099, abs=5e-5)
 
 
 def test_krippendorff_alpha_matches_both_published_nominal_examples():
     # Krippendorff (2011) "Computing Krippendorff's alpha-reliability": 4 observers, 12 units, nominal 0.743
-    rows = [[1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None], [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
-            [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None], [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None]]
+    rows = [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+        [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+    ]
     units = [[r[i] for r in rows if r[i] is not None] for i in range(12)]
     assert krippendorff_alpha(units) == pytest.approx(0.743, abs=5e-4)
     # The 3-coder, 15-unit example with missing values (Wikipedia): nominal 0.691
-    coders = ["* * * * * 3 4 1 2 1 1 3 3 * 3", "1 * 2 1 3 3 4 3 * * * * * * *", "* * 2 1 3 4 4 * 2 1 1 3 3 * 4"]
+    coders = [
+        "* * * * * 3 4 1 2 1 1 3 3 * 3",
+        "1 * 2 1 3 3 4 3 * * * * * * *",
+        "* * 2 1 3 4 4 * 2 1 1 3 3 * 4",
+    ]
     cells = [c.split() for c in coders]
-    assert krippendorff_alpha([[c[i] for c in cells if c[i] != "*"] for i in range(15)]) == pytest.approx(0.691, abs=5e-4)
+    assert krippendorff_alpha([[c[i] for c in cells if c[i] != "*"] for i in range(15)]) == pytest.approx(
+        0.691, abs=5e-4
+    )
 
 
 def test_coefficients_are_none_where_they_are_undefined():
@@ -58,12 +80,19 @@ def _review(item: str, reviewer: str, decision: str, task: str = "plan") -> Revi
 
 def test_task_agreement_on_two_reviewers_matches_hand_computed_figures():
     # items: (keep, keep), (keep, reject), (reject, reject), (reject, reject); edited counts as keep.
-    reviews = [_review("1", "alice", "accepted"), _review("1", "bob", "edited"),
-               _review("2", "alice", "accepted"), _review("2", "bob", "rejected"),
-               _review("3", "alice", "rejected"), _review("3", "bob", "rejected"),
-               _review("4", "alice", "rejected"), _review("4", "bob", "rejected"),
-               _review("5", "alice", "accepted"),  # one review only: not part of agreement
-               _review("9", "alice", "accepted", task="action"), _review("9", "bob", "accepted", task="action")]
+    reviews = [
+        _review("1", "alice", "accepted"),
+        _review("1", "bob", "edited"),
+        _review("2", "alice", "accepted"),
+        _review("2", "bob", "rejected"),
+        _review("3", "alice", "rejected"),
+        _review("3", "bob", "rejected"),
+        _review("4", "alice", "rejected"),
+        _review("4", "bob", "rejected"),
+        _review("5", "alice", "accepted"),  # one review only: not part of agreement
+        _review("9", "alice", "accepted", task="action"),
+        _review("9", "bob", "accepted", task="action"),
+    ]
     figures = task_agreement(reviews)
     plan = figures["plan"]
     assert (plan.items, plan.reviewers, plan.ratings) == (4, 2, 8)
@@ -81,8 +110,13 @@ def test_agreement_appears_once_queue_items_have_two_reviews(tmp_path):
     q = filled_queue(tmp_path / "queue.sqlite", n_plan=3, n_action=0, reviews_per_item=2)
     q.decide("plan-0000", "alice", "accept", expected_rev=0)
     assert task_agreement(q.reviews())["plan"].items == 0
-    plan = [("plan-0000", "bob", "accept"), ("plan-0001", "alice", "accept"), ("plan-0001", "bob", "reject"),
-            ("plan-0002", "alice", "reject"), ("plan-0002", "bob", "reject")]
+    plan = [
+        ("plan-0000", "bob", "accept"),
+        ("plan-0001", "alice", "accept"),
+        ("plan-0001", "bob", "reject"),
+        ("plan-0002", "alice", "reject"),
+        ("plan-0002", "bob", "reject"),
+    ]
     for item, who, decision in plan:
         q.decide(item, who, decision, expected_rev=q.get(item).row.rev, note="n")
     figures = task_agreement(q.reviews())["plan"]

@@ -23,7 +23,9 @@ def queue(tmp_path) -> Queue:
     return filled_queue(tmp_path / "queue.sqlite")
 
 
-def client(queue: Queue, who: str | None = "alice", tokens: dict[str, str] | None = TOKENS, **kw) -> TestClient:
+def client(
+    queue: Queue, who: str | None = "alice", tokens: dict[str, str] | None = TOKENS, **kw
+) -> TestClient:
     c = TestClient(create_app(queue, tokens=tokens), client=LOCAL, **kw)
     if who:
         r = c.post("/login", data={"token": tokens[who]} if tokens else {"name": who})
@@ -39,7 +41,15 @@ def form(page: str, form_id: str) -> dict[str, str]:
 
 def test_every_response_carries_a_strict_content_security_policy(queue):
     c = client(queue)
-    for path in ("/login", "/", "/items/plan-0000", "/static/app.js", "/items/nope", "/api/items", "/agreement"):
+    for path in (
+        "/login",
+        "/",
+        "/items/plan-0000",
+        "/static/app.js",
+        "/items/nope",
+        "/api/items",
+        "/agreement",
+    ):
         r = c.get(path)
         assert r.headers["content-security-policy"] == CSP, path
         assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
@@ -62,7 +72,10 @@ def test_open_mode_serves_loopback_only_and_binding_beyond_it_needs_tokens(queue
     assert client(queue, "carol", tokens=None).get("/").status_code == 200
     remote = TestClient(create_app(queue), client=("10.1.2.3", 40000))
     assert remote.get("/login").status_code == 403
-    assert TestClient(create_app(queue, tokens=TOKENS), client=("10.1.2.3", 40000)).get("/login").status_code == 200
+    assert (
+        TestClient(create_app(queue, tokens=TOKENS), client=("10.1.2.3", 40000)).get("/login").status_code
+        == 200
+    )
     check_binding("127.0.0.1", {})
     check_binding("::1", {})
     check_binding("0.0.0.0", TOKENS)
@@ -98,7 +111,9 @@ def test_a_rejection_needs_a_note_and_keeps_it(queue):
     refused = c.post("/items/action-0000/decision", data={**data, "note": "  "})
     assert refused.status_code == 422 and "needs a note" in refused.text
     assert queue.get("action-0000").row.status == "pending"
-    c.post("/items/action-0000/decision", data={**data, "note": "the command is a typo fix, not the next step"})
+    c.post(
+        "/items/action-0000/decision", data={**data, "note": "the command is a typo fix, not the next step"}
+    )
     row = queue.get("action-0000").row
     assert (row.status, row.note) == ("rejected", "the command is a typo fix, not the next step")
 
@@ -107,9 +122,16 @@ def test_a_second_reviewer_deciding_a_stale_page_gets_a_clear_conflict_and_nothi
     alice, bob = client(queue, "alice"), client(queue, "bob")
     alice_page, bob_page = alice.get("/items/plan-0001").text, bob.get("/items/plan-0001").text
     assert alice.post("/items/plan-0001/decision", data=form(alice_page, "accept-form")).status_code == 200
-    r = bob.post("/items/plan-0001/decision", data={**form(bob_page, "reject-form"), "note": "my careful note"})
+    r = bob.post(
+        "/items/plan-0001/decision", data={**form(bob_page, "reject-form"), "note": "my careful note"}
+    )
     assert r.status_code == 409
-    assert 'id="conflict"' in r.text and "alice" in r.text and "NOT saved" in r.text and "my careful note" in r.text
+    assert (
+        'id="conflict"' in r.text
+        and "alice" in r.text
+        and "NOT saved" in r.text
+        and "my careful note" in r.text
+    )
     view = queue.get("plan-0001")
     assert view.row.status == "accepted" and [x.reviewer for x in view.reviews] == ["alice"]
     api = bob.post("/api/items/plan-0001/decision", json={"decision": "reject", "rev": 0, "note": "late"})
@@ -118,13 +140,20 @@ def test_a_second_reviewer_deciding_a_stale_page_gets_a_clear_conflict_and_nothi
 
 def test_the_json_api_lists_filters_and_decides(queue):
     c = client(queue, "bob")
-    assert [i["item_id"] for i in c.get("/api/items?task=action").json()["items"]] == ["action-0000", "action-0001"]
+    assert [i["item_id"] for i in c.get("/api/items?task=action").json()["items"]] == [
+        "action-0000",
+        "action-0001",
+    ]
     assert c.post("/api/items/plan-0002/decision", json={"decision": "reject", "rev": 0}).status_code == 422
-    ok = c.post("/api/items/plan-0002/decision", json={"decision": "reject", "rev": 0, "note": "leaks the answer"})
+    ok = c.post(
+        "/api/items/plan-0002/decision", json={"decision": "reject", "rev": 0, "note": "leaks the answer"}
+    )
     assert ok.status_code == 200 and ok.json()["item"]["status"] == "rejected"
     assert c.get("/api/items?status=rejected").json()["total"] == 1
     detail = c.get("/api/items/plan-0002").json()
-    assert detail["question"]["gold"] == question(2).gold and detail["reviews"][0]["note"] == "leaks the answer"
+    assert (
+        detail["question"]["gold"] == question(2).gold and detail["reviews"][0]["note"] == "leaks the answer"
+    )
 
 
 def test_an_edit_from_the_item_page_creates_a_version_and_keeps_the_original(queue):
@@ -132,7 +161,9 @@ def test_an_edit_from_the_item_page_creates_a_version_and_keeps_the_original(que
     data = form(c.get("/items/plan-0002").text, "edit-form")
     options = list(question(2).options)
     options[3] = "I need to rerun the reproduction script"
-    r = c.post("/items/plan-0002/edit", data={**data, "option": options, "gold_index": "3", "note": "gold moved"})
+    r = c.post(
+        "/items/plan-0002/edit", data={**data, "option": options, "gold_index": "3", "note": "gold moved"}
+    )
     assert r.status_code == 200 and "Edit saved" in r.text
     view = queue.get("plan-0002")
     assert view.row.status == "edited" and view.question.gold == options[3] and view.question.gold_index == 3
@@ -152,7 +183,9 @@ def test_untrusted_trajectory_text_is_escaped_everywhere(tmp_path):
     assert page.count("<script") == 1  # the app's own /static/app.js
     for template in TEMPLATES.glob("*.html"):
         text = template.read_text()
-        assert "|safe" not in text.replace(" ", "") and "autoescape false" not in text and "Markup" not in text
+        assert (
+            "|safe" not in text.replace(" ", "") and "autoescape false" not in text and "Markup" not in text
+        )
 
 
 def test_decisions_survive_an_app_restart(queue):
@@ -160,7 +193,10 @@ def test_decisions_survive_an_app_restart(queue):
     c.post("/items/plan-0000/decision", data=form(c.get("/items/plan-0000").text, "accept-form"))
     restarted = client(Queue(queue.path), "bob")
     assert restarted.get("/api/items/plan-0000").json()["item"]["status"] == "accepted"
-    assert '<span class="badge status-accepted" id="item-status">accepted</span>' in restarted.get("/items/plan-0000").text
+    assert (
+        '<span class="badge status-accepted" id="item-status">accepted</span>'
+        in restarted.get("/items/plan-0000").text
+    )
 
 
 def test_agreement_figures_appear_once_items_have_two_reviews(tmp_path):
@@ -169,7 +205,10 @@ def test_agreement_figures_appear_once_items_have_two_reviews(tmp_path):
     assert "No item has two reviews yet" in alice.get("/agreement").text
     for i, (a, b) in enumerate([("accept", "accept"), ("accept", "reject"), ("reject", "reject")]):
         for c, d in ((alice, a), (bob, b)):
-            c.post(f"/api/items/plan-000{i}/decision", json={"decision": d, "rev": q.get(f"plan-000{i}").row.rev, "note": "n"})
+            c.post(
+                f"/api/items/plan-000{i}/decision",
+                json={"decision": d, "rev": q.get(f"plan-000{i}").row.rev, "note": "n"},
+            )
     page = alice.get("/agreement").text
     assert '<td class="kappa">0.400</td>' in page  # (2/3 - 4/9) / (1 - 4/9) = 0.4
     assert alice.get("/api/agreement").json()["plan"]["items"] == 3
@@ -195,9 +234,11 @@ def test_cross_site_form_posts_are_refused(queue):
 def test_the_item_page_shows_steps_code_and_the_gold_readably(tmp_path):
     long_obs = "\n".join(f"line {i}" for i in range(60))
     q = Queue(tmp_path / "queue.sqlite")
-    steps = trajs({"role": "assistant", "thought": "Run it:\n```bash\npython -m pytest -x\n```"},
-                  {"role": "tool", "content": [{"type": "text", "text": long_obs}]},
-                  {"role": "assistant", "plan": "I need to check the table"})
+    steps = trajs(
+        {"role": "assistant", "thought": "Run it:\n```bash\npython -m pytest -x\n```"},
+        {"role": "tool", "content": [{"type": "text", "text": long_obs}]},
+        {"role": "assistant", "plan": "I need to check the table"},
+    )
     q.enqueue([question(0).model_copy(update={"fields": {"trajs": steps}})], batch="v1")
     page = client(q, "alice", tokens=None).get("/items/plan-0000").text
     assert page.count('<details class="step"') == 5 and page.count('<details class="step" open>') == 3

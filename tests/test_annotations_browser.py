@@ -14,8 +14,14 @@ from annotations.app.server import running
 from tests.annotations_support import filled_queue, question, trajs
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 TOKENS = {"alice": "alice-token-0123", "bob": "bob-token-4567"}
 
 pytestmark = pytest.mark.browser
@@ -24,7 +30,9 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: `apt-get update && apt-get install -y chromium` (.ci/run does this)")
+        pytest.fail(
+            f"{CHROMIUM} is missing: `apt-get update && apt-get install -y chromium` (.ci/run does this)"
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -88,10 +96,16 @@ def test_a_reviewer_logs_in_accepts_one_item_and_rejects_one_with_a_note(browser
     q = Queue(path)
     accepted, rejected = q.get(first).row, q.get(second).row
     assert (accepted.status, accepted.reviewer) == ("accepted", "alice")
-    assert (rejected.status, rejected.reviewer, rejected.note) == ("rejected", "alice", "the gold plan repeats the previous step")
+    assert (rejected.status, rejected.reviewer, rejected.note) == (
+        "rejected",
+        "alice",
+        "the gold plan repeats the previous step",
+    )
     assert [e.action for e in q.log() if e.action in ("accept", "reject")] == ["accept", "reject"]
 
-    with running(create_app(Queue(path), tokens=TOKENS)) as url:  # the app restarted: decisions are still there
+    with running(
+        create_app(Queue(path), tokens=TOKENS)
+    ) as url:  # the app restarted: decisions are still there
         page = browser.new_page()
         login(page, url, token=TOKENS["bob"])
         page.select_option("select[name=status]", "accepted")
@@ -106,13 +120,16 @@ def test_a_reviewer_logs_in_accepts_one_item_and_rejects_one_with_a_note(browser
 def test_planted_script_and_img_onerror_in_a_trajectory_never_run(browser, tmp_path):
     script = "<script>window.__pwned = 1; alert('script ran')</script>"
     img = "<img src=x onerror=\"window.__pwned = 2; alert('img ran')\">"
-    svg = "<svg onload=\"window.__pwned = 3\"></svg>"
+    svg = '<svg onload="window.__pwned = 3"></svg>'
     long_obs = "\n".join([img] * 40)  # folded block
-    steps = trajs({"role": "assistant", "thought": f"Let me look. {script}"},
-                  {"role": "tool", "content": [{"type": "text", "text": long_obs}]},
-                  {"role": "assistant", "plan": f"I need to check {svg}"})
+    steps = trajs(
+        {"role": "assistant", "thought": f"Let me look. {script}"},
+        {"role": "tool", "content": [{"type": "text", "text": long_obs}]},
+        {"role": "assistant", "plan": f"I need to check {svg}"},
+    )
     evil = question(0, gold=f"I need to fix {script}", instance=f"x{img}").model_copy(
-        update={"fields": {"trajs": steps}})
+        update={"fields": {"trajs": steps}}
+    )
     q = Queue(tmp_path / "queue.sqlite")
     q.enqueue([evil], batch="v1")
     q.decide("plan-0000", "mallory", "reject", expected_rev=0, note=img + script)

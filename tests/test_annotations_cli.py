@@ -25,7 +25,9 @@ def test_review_without_a_queue_explains_how_to_make_one(tmp_path):
 def test_review_refuses_to_listen_beyond_loopback_without_tokens(tmp_path):
     path = tmp_path / "queue.sqlite"
     filled_queue(path)
-    result = runner.invoke(app, ["review", "--queue", str(path), "--host", "0.0.0.0"], env={"APTFORGE_REVIEW_TOKENS": ""})
+    result = runner.invoke(
+        app, ["review", "--queue", str(path), "--host", "0.0.0.0"], env={"APTFORGE_REVIEW_TOKENS": ""}
+    )
     assert result.exit_code == 2 and "tokens are required" in result.output
     bad = runner.invoke(app, ["review", "--queue", str(path)], env={"APTFORGE_REVIEW_TOKENS": "alice:tiny"})
     assert bad.exit_code == 2 and "at least 8 characters" in bad.output and "tiny" not in bad.output
@@ -42,8 +44,11 @@ def test_review_agreement_prints_status_counts_and_figures_per_task(tmp_path):
     path = tmp_path / "queue.sqlite"
     q = filled_queue(path, n_plan=2, n_action=1)
     q.decide("plan-0000", "alice", "accept", expected_rev=0)
-    result = runner.invoke(app, ["review", "--queue", str(path), "--reviews-per-item", "2", "--agreement"],
-                           env={"COLUMNS": "200"})
+    result = runner.invoke(
+        app,
+        ["review", "--queue", str(path), "--reviews-per-item", "2", "--agreement"],
+        env={"COLUMNS": "200"},
+    )
     assert result.exit_code == 0, result.output
     assert "reviews per item: 2 (1 item status(es) changed)" in result.output
     plan_line = next(line for line in result.output.splitlines() if "│ plan" in line)
@@ -55,14 +60,28 @@ def test_label_studio_files_round_trip_through_the_cli(tmp_path):
     path = tmp_path / "queue.sqlite"
     filled_queue(path, n_plan=1, n_action=1)
     out = tmp_path / "ls"
-    assert runner.invoke(app, ["review", "--queue", str(path), "--export-labelstudio", str(out)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["review", "--queue", str(path), "--export-labelstudio", str(out)]).exit_code == 0
+    )
     tasks = json.loads((out / "tasks.json").read_text())
     assert ET.fromstring((out / "label_config.xml").read_text()).tag == "View" and len(tasks) == 2
     for n, task in enumerate(tasks):
-        task["annotations"] = [{"id": n, "completed_by": 3, "was_cancelled": False,
-                                "created_at": "2026-12-02T08:00:00Z",
-                                "result": [{"from_name": "decision", "to_name": "context", "type": "choices",
-                                            "value": {"choices": ["accept"]}}]}]
+        task["annotations"] = [
+            {
+                "id": n,
+                "completed_by": 3,
+                "was_cancelled": False,
+                "created_at": "2026-12-02T08:00:00Z",
+                "result": [
+                    {
+                        "from_name": "decision",
+                        "to_name": "context",
+                        "type": "choices",
+                        "value": {"choices": ["accept"]},
+                    }
+                ],
+            }
+        ]
     export = tmp_path / "export.json"
     export.write_text(json.dumps(tasks))
     result = runner.invoke(app, ["review", "--queue", str(path), "--import-labelstudio", str(export)])

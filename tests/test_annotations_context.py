@@ -8,8 +8,10 @@ from annotations.context import FOLD_CHARS, OPEN_LAST_STEPS, as_text, blocks_of,
 
 
 def test_chat_messages_become_steps_with_roles_and_the_last_ones_open():
-    trajs = json.dumps([{"role": "system", "content": "be brief", "agent": "main", "message_type": "system_prompt"}]
-                       + [{"role": "assistant", "thought": f"thought {i}"} for i in range(5)])
+    trajs = json.dumps(
+        [{"role": "system", "content": "be brief", "agent": "main", "message_type": "system_prompt"}]
+        + [{"role": "assistant", "thought": f"thought {i}"} for i in range(5)]
+    )
     view = field_view("trajs", trajs)
     assert [s.title for s in view.steps][:2] == ["0. system", "1. assistant"]
     assert [s.open for s in view.steps] == [False] * (6 - OPEN_LAST_STEPS) + [True] * OPEN_LAST_STEPS
@@ -18,18 +20,32 @@ def test_chat_messages_become_steps_with_roles_and_the_last_ones_open():
 
 
 def test_deep_research_steps_show_planning_as_prose_and_the_tool_call_as_code():
-    dr = json.dumps([{"planning": "Search for the 1998 winner.", "execution": {"name": "search", "args": {"q": "1998"}},
-                      "observation": "Result: Alice won."}])
+    dr = json.dumps(
+        [
+            {
+                "planning": "Search for the 1998 winner.",
+                "execution": {"name": "search", "args": {"q": "1998"}},
+                "observation": "Result: Alice won.",
+            }
+        ]
+    )
     (step,) = field_view("trajectory", dr).steps
     parts = {p.label: p.blocks[0] for p in step.parts}
-    assert parts["planning"].kind == "text" and parts["execution"].kind == "code" and parts["observation"].kind == "code"
+    assert (
+        parts["planning"].kind == "text"
+        and parts["execution"].kind == "code"
+        and parts["observation"].kind == "code"
+    )
     assert json.loads(parts["execution"].text) == {"name": "search", "args": {"q": "1998"}}
 
 
 def test_fenced_code_is_split_from_prose_and_long_blocks_fold():
     blocks = blocks_of("Run this:\n```bash\npytest -x\n```\nthen look.")
-    assert [(b.kind, b.text, b.lang) for b in blocks] == [("text", "Run this:", ""), ("code", "pytest -x", "bash"),
-                                                          ("text", "then look.", "")]
+    assert [(b.kind, b.text, b.lang) for b in blocks] == [
+        ("text", "Run this:", ""),
+        ("code", "pytest -x", "bash"),
+        ("text", "then look.", ""),
+    ]
     (long,) = blocks_of("x" * (FOLD_CHARS + 1), code=True)
     assert long.folded and long.preview == "x" * len(long.preview) and len(long.preview) < len(long.text)
     assert not blocks_of("short")[0].folded
@@ -42,8 +58,13 @@ def test_values_that_are_not_the_expected_json_fall_back_to_text():
 
 
 def test_the_plain_text_rendering_keeps_every_field_and_step_in_order():
-    views = field_views({"uuid": "u", "issue_statement": "Bug: 5-2 is 7",
-                         "trajs": json.dumps([{"role": "user", "content": [{"type": "text", "text": "fix it"}]}])})
+    views = field_views(
+        {
+            "uuid": "u",
+            "issue_statement": "Bug: 5-2 is 7",
+            "trajs": json.dumps([{"role": "user", "content": [{"type": "text", "text": "fix it"}]}]),
+        }
+    )
     text = as_text(views)
     assert [v.name for v in views] == ["issue_statement", "trajs"]
     assert text.index("Bug: 5-2 is 7") < text.index("--- [0. user] ---") < text.index("fix it")

@@ -24,14 +24,18 @@ def build(config: Path, out: Path) -> dict:
 
 
 @pytest.mark.flow
-def test_the_build_enqueues_and_a_rebuild_keeps_verdicts_and_requeues_changed_items(prefect_harness, tmp_path):
+def test_the_build_enqueues_and_a_rebuild_keeps_verdicts_and_requeues_changed_items(
+    prefect_harness, tmp_path
+):
     out = tmp_path / "out"
     config = ROOT / "configs" / "swe.yaml"
     first = build(config, out)
     path = out / "swe_issue_fix" / "queue.sqlite"
     assert first["review"]["queue"] == str(path)
-    candidates = {t: pq.read_table(out / "swe_issue_fix" / "v0.1.0" / "candidates" / f"{t}.parquet").to_pylist()
-                  for t in ("plan", "action")}
+    candidates = {
+        t: pq.read_table(out / "swe_issue_fix" / "v0.1.0" / "candidates" / f"{t}.parquet").to_pylist()
+        for t in ("plan", "action")
+    }
     total = sum(len(rows) for rows in candidates.values())
     assert first["review"]["enqueued"]["new"] == total > 0
     q = Queue(path)
@@ -43,9 +47,18 @@ def test_the_build_enqueues_and_a_rebuild_keeps_verdicts_and_requeues_changed_it
     q.decide(action_id, "alice", "reject", expected_rev=0, note="not the next command")
 
     again = build(config, out)
-    assert again["review"]["enqueued"] == {"new": 0, "unchanged": total, "requeued": 0, "restored": 0, "retired": 0}
+    assert again["review"]["enqueued"] == {
+        "new": 0,
+        "unchanged": total,
+        "requeued": 0,
+        "restored": 0,
+        "retired": 0,
+    }
     assert again["review"]["status_by_task"]["plan"]["accepted"] == 1
-    assert (Queue(path).get(plan_id).row.status, Queue(path).get(action_id).row.status) == ("accepted", "rejected")
+    assert (Queue(path).get(plan_id).row.status, Queue(path).get(action_id).row.status) == (
+        "accepted",
+        "rejected",
+    )
 
     raw = yaml.safe_load(config.read_text())
     raw["seed"] += 1  # new distractors and option order: MCQ content changes

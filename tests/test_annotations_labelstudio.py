@@ -18,7 +18,13 @@ from tests.annotations_support import filled_queue, question
 DECISIONS = [
     ("plan-0000", "alice@example.org", "accept", "", ""),
     ("plan-0001", "alice@example.org", "reject", "two options are valid next steps", ""),
-    ("plan-0002", "bob@example.org", "edit", "gold was vague", "I need to replace operator.add with operator.sub"),
+    (
+        "plan-0002",
+        "bob@example.org",
+        "edit",
+        "gold was vague",
+        "I need to replace operator.add with operator.sub",
+    ),
     ("action-0000", "bob@example.org", "edit", "", "grep -n '\"-\"' /testbed/tinycalc/ops.py"),
     ("action-0001", "bob@example.org", "reject", "command depends on an earlier typo", ""),
 ]
@@ -26,11 +32,19 @@ DECISIONS = [
 
 def _result(name: str, kind: str, values: list[str]) -> dict[str, Any]:
     key = "choices" if kind == "choices" else "text"
-    return {"id": f"r-{name}", "from_name": name, "to_name": "context", "type": kind, "origin": "manual",
-            "value": {key: values}}
+    return {
+        "id": f"r-{name}",
+        "from_name": name,
+        "to_name": "context",
+        "type": kind,
+        "origin": "manual",
+        "value": {key: values},
+    }
 
 
-def label_studio_export(tasks: list[dict[str, Any]], decisions: list[tuple[str, str, str, str, str]]) -> list[dict[str, Any]]:
+def label_studio_export(
+    tasks: list[dict[str, Any]], decisions: list[tuple[str, str, str, str, str]]
+) -> list[dict[str, Any]]:
     """What Label Studio's JSON export looks like after annotators worked on aptforge's tasks."""
     by_item = {t["data"]["item_id"]: t for t in tasks}
     exported = []
@@ -40,13 +54,29 @@ def label_studio_export(tasks: list[dict[str, Any]], decisions: list[tuple[str, 
             result.append(_result("note", "textarea", [note]))
         if corrected:
             result.append(_result("corrected", "textarea", [corrected]))
-        exported.append({
-            "id": n, "data": by_item[item]["data"], "predictions": [], "meta": {}, "project": 7,
-            "created_at": "2026-12-01T10:00:00.000000Z", "updated_at": "2026-12-01T10:05:00.000000Z",
-            "annotations": [{"id": 100 + n, "completed_by": {"id": n, "email": email, "first_name": "", "last_name": ""},
-                             "result": result, "was_cancelled": False, "ground_truth": False, "lead_time": 12.5,
-                             "created_at": f"2026-12-01T10:{n:02d}:00.000000Z", "updated_at": f"2026-12-01T10:{n:02d}:30.000000Z"}],
-        })
+        exported.append(
+            {
+                "id": n,
+                "data": by_item[item]["data"],
+                "predictions": [],
+                "meta": {},
+                "project": 7,
+                "created_at": "2026-12-01T10:00:00.000000Z",
+                "updated_at": "2026-12-01T10:05:00.000000Z",
+                "annotations": [
+                    {
+                        "id": 100 + n,
+                        "completed_by": {"id": n, "email": email, "first_name": "", "last_name": ""},
+                        "result": result,
+                        "was_cancelled": False,
+                        "ground_truth": False,
+                        "lead_time": 12.5,
+                        "created_at": f"2026-12-01T10:{n:02d}:00.000000Z",
+                        "updated_at": f"2026-12-01T10:{n:02d}:30.000000Z",
+                    }
+                ],
+            }
+        )
     return exported
 
 
@@ -54,7 +84,12 @@ def test_the_export_holds_one_task_per_pending_item_with_every_variable_of_the_l
     q = filled_queue(tmp_path / "queue.sqlite")
     q.decide("plan-0000", "alice", "accept", expected_rev=0)
     tasks = export_tasks(q)
-    assert sorted(t["data"]["item_id"] for t in tasks) == ["action-0000", "action-0001", "plan-0001", "plan-0002"]
+    assert sorted(t["data"]["item_id"] for t in tasks) == [
+        "action-0000",
+        "action-0001",
+        "plan-0001",
+        "plan-0002",
+    ]
     root = ET.fromstring(LABEL_CONFIG)
     variables = {v[1:] for el in root.iter() for v in el.attrib.values() if v.startswith("$")}
     objects = {el.get("name") for el in root.iter() if el.tag in ("Text", "HyperText")}
@@ -65,7 +100,10 @@ def test_the_export_holds_one_task_per_pending_item_with_every_variable_of_the_l
     for task in tasks:
         assert variables <= set(task["data"]) and all(isinstance(task["data"][v], str) for v in variables)
     plan = next(t["data"] for t in tasks if t["data"]["item_id"] == "plan-0001")
-    assert "(B) [GOLD] " + question(1).gold in plan["options"] and "I need to look at module 1" in plan["context"]
+    assert (
+        "(B) [GOLD] " + question(1).gold in plan["options"]
+        and "I need to look at module 1" in plan["context"]
+    )
     assert plan["content_hash"] == q.get("plan-0001").row.content_hash
     json.dumps(tasks)  # plain JSON
 
@@ -76,15 +114,26 @@ def test_a_label_studio_export_of_aptforge_tasks_reimported_reproduces_the_decis
     export.write_text(json.dumps(label_studio_export(export_tasks(q), DECISIONS), indent=2))
     result = import_export(q, export)
     assert (result.applied, result.unchanged, result.problems) == (5, 0, [])
-    expected = {"plan-0000": "accepted", "plan-0001": "rejected", "plan-0002": "edited",
-                "action-0000": "edited", "action-0001": "rejected"}
+    expected = {
+        "plan-0000": "accepted",
+        "plan-0001": "rejected",
+        "plan-0002": "edited",
+        "action-0000": "edited",
+        "action-0001": "rejected",
+    }
     for item, email, _decision, note, corrected in DECISIONS:
         view = q.get(item)
         assert view.row.status == expected[item] and view.row.reviewer == email and view.row.note == note
         if corrected:
-            assert view.question.gold == corrected and view.versions[0].question == question(int(item[-1]), item[:-5])
+            assert view.question.gold == corrected and view.versions[0].question == question(
+                int(item[-1]), item[:-5]
+            )
         (review,) = view.reviews
-        assert review.origin == "labelstudio" and review.at == f"2026-12-01T10:{DECISIONS.index((item, email, _decision, note, corrected)) + 1:02d}:30.000000Z"
+        assert (
+            review.origin == "labelstudio"
+            and review.at
+            == f"2026-12-01T10:{DECISIONS.index((item, email, _decision, note, corrected)) + 1:02d}:30.000000Z"
+        )
     assert q.get("plan-0002").question.options[1] == DECISIONS[2][4]
     again = import_export(q, export)
     assert (again.applied, again.unchanged, again.problems) == (0, 5, [])
@@ -94,9 +143,11 @@ def test_a_label_studio_export_of_aptforge_tasks_reimported_reproduces_the_decis
 def test_two_annotators_in_label_studio_give_agreement_figures(tmp_path):
     q = filled_queue(tmp_path / "queue.sqlite", n_plan=3, n_action=0, reviews_per_item=2)
     tasks = export_tasks(q)
-    two = [(f"plan-000{i}", who, d, "n" if d == "reject" else "", "")
-           for i, pair in enumerate([("accept", "accept"), ("accept", "reject"), ("reject", "reject")])
-           for who, d in zip(("alice@example.org", "bob@example.org"), pair, strict=True)]
+    two = [
+        (f"plan-000{i}", who, d, "n" if d == "reject" else "", "")
+        for i, pair in enumerate([("accept", "accept"), ("accept", "reject"), ("reject", "reject")])
+        for who, d in zip(("alice@example.org", "bob@example.org"), pair, strict=True)
+    ]
     export = tmp_path / "export.json"
     export.write_text(json.dumps(label_studio_export(tasks, two)))
     assert import_export(q, export).applied == 6
@@ -108,23 +159,33 @@ def test_two_annotators_in_label_studio_give_agreement_figures(tmp_path):
 def test_bad_or_stale_annotations_become_problems_with_file_line_and_reason(tmp_path):
     q = filled_queue(tmp_path / "queue.sqlite")
     tasks = export_tasks(q)
-    records = label_studio_export(tasks, [
-        ("plan-0000", "a@x.org", "accept", "", ""),
-        ("plan-0001", "a@x.org", "edit", "", ""),
-        ("plan-0002", "a@x.org", "", "", ""),
-    ])
+    records = label_studio_export(
+        tasks,
+        [
+            ("plan-0000", "a@x.org", "accept", "", ""),
+            ("plan-0001", "a@x.org", "edit", "", ""),
+            ("plan-0002", "a@x.org", "", "", ""),
+        ],
+    )
     records.append({"id": 99, "data": {"text": "a task from another project"}, "annotations": []})
-    q.enqueue([question(0, gold="I need to open ops.py first")] + [question(i) for i in (1, 2)], batch="v2", tasks=["plan"])
+    q.enqueue(
+        [question(0, gold="I need to open ops.py first")] + [question(i) for i in (1, 2)],
+        batch="v2",
+        tasks=["plan"],
+    )
     export = tmp_path / "export.json"
     text = json.dumps(records, indent=2)
     export.write_text(text)
     problems = import_export(q, export).problems
     reasons = {p.reason: p for p in problems}
     assert set(reasons) == {"stale_content", "edit_without_text", "no_decision", "not_an_aptforge_task"}
-    starts = [m.start() for m in re.finditer(r'^  \{$', text, re.MULTILINE)]
+    starts = [m.start() for m in re.finditer(r"^  \{$", text, re.MULTILINE)]
     lines = [text.count("\n", 0, s) + 1 for s in starts]
     assert reasons["not_an_aptforge_task"].where == f"{export}:{lines[3]}"
-    assert reasons["stale_content"].where == f"{export}:{lines[0]}" and "NOT saved" in reasons["stale_content"].detail
+    assert (
+        reasons["stale_content"].where == f"{export}:{lines[0]}"
+        and "NOT saved" in reasons["stale_content"].detail
+    )
     assert all(p.stage == "review_import" for p in problems)
     assert q.get("plan-0000").row.status == "pending"
 

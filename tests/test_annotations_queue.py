@@ -38,9 +38,19 @@ def test_accepting_records_reviewer_time_note_and_the_hash_they_saw(queue):
     assert (row.status, row.reviewer, row.note, row.rev) == ("accepted", "alice", "clear plan", 1)
     assert row.decided_at and row.decided_at.startswith("2026-11-30T09:")
     (review,) = queue.get("plan-0001").reviews
-    assert (review.reviewer, review.decision, review.content_hash, review.origin) == ("alice", "accepted", h, "app")
+    assert (review.reviewer, review.decision, review.content_hash, review.origin) == (
+        "alice",
+        "accepted",
+        h,
+        "app",
+    )
     (verdict,) = queue.verdicts()
-    assert (verdict.item_id, verdict.content_hash, verdict.status, verdict.reviewer) == ("plan-0001", h, "accepted", "alice")
+    assert (verdict.item_id, verdict.content_hash, verdict.status, verdict.reviewer) == (
+        "plan-0001",
+        h,
+        "accepted",
+        "alice",
+    )
 
 
 def test_a_decision_on_a_stale_revision_is_a_conflict_that_names_who_changed_it(queue):
@@ -48,7 +58,9 @@ def test_a_decision_on_a_stale_revision_is_a_conflict_that_names_who_changed_it(
     with pytest.raises(Conflict) as caught:
         queue.decide("plan-0000", "bob", "reject", expected_rev=0, note="wrong gold")
     message = str(caught.value)
-    assert "alice" in message and "NOT saved" in message and "revision 0" in message and "revision 1" in message
+    assert (
+        "alice" in message and "NOT saved" in message and "revision 0" in message and "revision 1" in message
+    )
     view = queue.get("plan-0000")
     assert view.row.status == "accepted" and [r.reviewer for r in view.reviews] == ["alice"]
 
@@ -64,7 +76,9 @@ def test_two_reviewers_deciding_at_once_never_lose_an_update(tmp_path):
         rev = own.get("plan-0002").row.rev
         barrier.wait()
         try:
-            outcomes[name] = own.decide("plan-0002", name, decision, expected_rev=rev, note=f"{name} says {decision}")
+            outcomes[name] = own.decide(
+                "plan-0002", name, decision, expected_rev=rev, note=f"{name} says {decision}"
+            )
         except Conflict as exc:
             outcomes[name] = exc
 
@@ -90,7 +104,10 @@ def test_an_edit_stores_a_new_version_and_keeps_the_original(queue):
     assert (row.status, row.version, row.reviewer) == ("edited", 1, "carol")
     assert row.content_hash == content_hash(edited) != row.built_hash
     view = queue.get("plan-0000")
-    assert [(v.version, v.kind, v.author) for v in view.versions] == [(0, "build", "build"), (1, "edit", "carol")]
+    assert [(v.version, v.kind, v.author) for v in view.versions] == [
+        (0, "build", "build"),
+        (1, "edit", "carol"),
+    ]
     assert view.versions[0].question == original and view.question.gold == options[1]
     assert {d.origin for d in view.question.distractors} == {d.origin for d in original.distractors}
     (item,) = queue.verified()
@@ -129,7 +146,9 @@ def test_a_rebuild_keeps_the_verdict_of_an_unchanged_item_and_requeues_a_changed
     queue.decide("plan-0000", "alice", "accept", expected_rev=0)
     queue.decide("plan-0001", "alice", "reject", expected_rev=0, note="two golds")
     changed = question(1, gold="I need to read the failing test first")
-    result = queue.enqueue([question(0), changed, question(2), question(0, "action"), question(1, "action")], batch="v2")
+    result = queue.enqueue(
+        [question(0), changed, question(2), question(0, "action"), question(1, "action")], batch="v2"
+    )
     assert (result.unchanged, result.requeued, result.new) == (4, 1, 0)
     assert queue.get("plan-0000").row.status == "accepted"
     view = queue.get("plan-0001")
@@ -164,7 +183,10 @@ def test_decisions_survive_reopening_the_queue(tmp_path):
     first.decide("action-0001", "bob", "reject", expected_rev=0, note="not the next command")
     again = Queue(path)
     assert again.get("plan-0000").row.status == "accepted"
-    assert (again.get("action-0001").row.status, again.get("action-0001").row.note) == ("rejected", "not the next command")
+    assert (again.get("action-0001").row.status, again.get("action-0001").row.note) == (
+        "rejected",
+        "not the next command",
+    )
     assert len(list(again.log())) == 5 + 2
 
 
@@ -207,15 +229,18 @@ def test_a_decision_without_a_revision_or_hash_or_on_an_unknown_item_is_refused(
         queue.decide("plan-0000", "alice", "maybe", expected_rev=0)
 
 
-@pytest.mark.parametrize(("decisions", "required", "expected"), [
-    ([], 1, "pending"),
-    (["accepted"], 1, "accepted"),
-    (["rejected"], 1, "rejected"),
-    (["edited"], 1, "edited"),
-    (["accepted"], 2, "pending"),
-    (["accepted", "rejected"], 2, "pending"),
-    (["accepted", "rejected", "rejected"], 2, "rejected"),
-    (["edited", "accepted"], 2, "edited"),
-])
+@pytest.mark.parametrize(
+    ("decisions", "required", "expected"),
+    [
+        ([], 1, "pending"),
+        (["accepted"], 1, "accepted"),
+        (["rejected"], 1, "rejected"),
+        (["edited"], 1, "edited"),
+        (["accepted"], 2, "pending"),
+        (["accepted", "rejected"], 2, "pending"),
+        (["accepted", "rejected", "rejected"], 2, "rejected"),
+        (["edited", "accepted"], 2, "edited"),
+    ],
+)
 def test_the_majority_of_current_reviews_decides_the_status(decisions, required, expected):
     assert resolve_status(decisions, required) == expected

@@ -33,7 +33,11 @@ def copies(tmp_path) -> tuple[Trajectory, Trajectory, Trajectory]:
     shutil.copy(RUN_FILE, tmp_path / "b" / f"{RUN}.traj")
     row = as_swesmith_row(json.loads(RUN_FILE.read_text()))
     (tmp_path / "rows.jsonl").write_text(json.dumps(row) + "\n")
-    return _read(tmp_path / "a" / f"{RUN}.traj"), _read(tmp_path / "b" / f"{RUN}.traj"), _read(tmp_path / "rows.jsonl")
+    return (
+        _read(tmp_path / "a" / f"{RUN}.traj"),
+        _read(tmp_path / "b" / f"{RUN}.traj"),
+        _read(tmp_path / "rows.jsonl"),
+    )
 
 
 def test_one_run_read_from_two_files_and_two_formats_has_one_fingerprint(copies):
@@ -54,7 +58,10 @@ def test_of_several_copies_a_labelled_one_is_kept_and_the_others_are_reported_wi
     row = row.with_outcome(Outcome(label="success", signal="row:resolved", reason="resolved"))
     found = duplicate_runs([a, b, row])  # the .traj copies carry no verdict yet: the labelled row wins
     assert set(found) == {a.trajectory_id, b.trajectory_id}
-    assert all(p.stage == "dedup" and p.reason == "duplicate_trajectory" and p.severity == "info" for p in found.values())
+    assert all(
+        p.stage == "dedup" and p.reason == "duplicate_trajectory" and p.severity == "info"
+        for p in found.values()
+    )
     assert all(row.source.file in p.detail and "kept that one" in p.detail for p in found.values())
     assert found[b.trajectory_id].where == b.source.file
 
@@ -78,36 +85,62 @@ def test_label_and_keep_drops_copies_from_other_files_as_duplicate_trajectory(co
     kept = stages.label_and_keep([b, row, a], verdicts, [], frozenset({"swe"}), False)
     assert [t.trajectory_id for t in kept.kept] == [a.trajectory_id]
     assert kept.dropped["duplicate_trajectory"] == 2
-    assert sorted(p.where for p in kept.problems if p.stage == "dedup") == sorted([b.source.file, row.source.file + ":1"])
+    assert sorted(p.where for p in kept.problems if p.stage == "dedup") == sorted(
+        [b.source.file, row.source.file + ":1"]
+    )
 
 
 def _q(item: str, traj: str, context: str, gold: str, task: str = "plan") -> Question:
-    return Question(item_id=item, scenario="swe_issue_fix", task=task, form="completion", trajectory_id=traj,
-                    step_index=1, fields={"trajs": context}, gold=gold,
-                    provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"))
+    return Question(
+        item_id=item,
+        scenario="swe_issue_fix",
+        task=task,
+        form="completion",
+        trajectory_id=traj,
+        step_index=1,
+        fields={"trajs": context},
+        gold=gold,
+        provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"),
+    )
 
 
-_CTX = " ".join(f"step {i}: ran pytest on module_{i} and read the failing assertion in test_{i}" for i in range(40))
+_CTX = " ".join(
+    f"step {i}: ran pytest on module_{i} and read the failing assertion in test_{i}" for i in range(40)
+)
 
 
 def test_an_exact_duplicate_item_is_dropped_and_names_the_item_kept():
-    result = dedup_questions([_q("b", "t2", _CTX, "I need to fix ops.py"), _q("a", "t1", _CTX + "  ", "I need to fix ops.py!")])
+    result = dedup_questions(
+        [_q("b", "t2", _CTX, "I need to fix ops.py"), _q("a", "t1", _CTX + "  ", "I need to fix ops.py!")]
+    )
     assert [q.item_id for q in result.kept] == ["a"] and (result.exact, result.near) == (1, 0)
-    assert result.problems[0].where == "b" and result.problems[0].reason == "duplicate_item" and "item a" in result.problems[0].detail
+    assert (
+        result.problems[0].where == "b"
+        and result.problems[0].reason == "duplicate_item"
+        and "item a" in result.problems[0].detail
+    )
 
 
 def test_a_near_duplicate_item_from_another_run_is_dropped():
     near = _CTX.replace("module_7", "module_seven")
-    result = dedup_questions([_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t2", near, "I need to fix ops.py")])
+    result = dedup_questions(
+        [_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t2", near, "I need to fix ops.py")]
+    )
     assert [q.item_id for q in result.kept] == ["a"] and (result.exact, result.near) == (0, 1)
     assert result.problems[0].reason == "near_duplicate_item" and result.problems[0].severity == "error"
 
 
 def test_near_identical_contexts_are_kept_when_the_answers_differ_or_the_run_is_the_same():
     near = _CTX.replace("module_7", "module_seven")
-    other_gold = [_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t2", near, "I need to rerun the tests")]
+    other_gold = [
+        _q("a", "t1", _CTX, "I need to fix ops.py"),
+        _q("b", "t2", near, "I need to rerun the tests"),
+    ]
     same_run = [_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t1", near, "I need to fix ops.py")]
-    other_task = [_q("a", "t1", _CTX, "I need to fix ops.py"), _q("b", "t2", _CTX, "I need to fix ops.py", "action")]
+    other_task = [
+        _q("a", "t1", _CTX, "I need to fix ops.py"),
+        _q("b", "t2", _CTX, "I need to fix ops.py", "action"),
+    ]
     for items in (other_gold, same_run, other_task):
         assert len(dedup_questions(items).kept) == 2
 
@@ -119,13 +152,26 @@ def test_shingles_are_word_five_grams_of_the_normalised_text():
 
 # --- a real build: the same run in three inputs gives the items of one ---------------------------
 
+
 def _build(root: Path, name: str, sources: list[Path]) -> tuple[dict, Path]:
     from flows.build import run_build
 
     cfg = root / f"{name}.yaml"
-    cfg.write_text(json.dumps({"scenario": "swe_issue_fix", "version": "v-dedup", "seed": 5, "out_dir": f"out-{name}",
-                               "sources": [str(s) for s in sources],
-                               "tasks": {"plan": {"max_items_per_trajectory": 50}, "action": {"max_items_per_trajectory": 50}}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "scenario": "swe_issue_fix",
+                "version": "v-dedup",
+                "seed": 5,
+                "out_dir": f"out-{name}",
+                "sources": [str(s) for s in sources],
+                "tasks": {
+                    "plan": {"max_items_per_trajectory": 50},
+                    "action": {"max_items_per_trajectory": 50},
+                },
+            }
+        )
+    )
     report = run_build(load_config(cfg))
     return report, root / f"out-{name}" / "swe_issue_fix" / "v-dedup"
 

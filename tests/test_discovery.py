@@ -7,7 +7,13 @@ import textwrap
 
 import pytest
 
-from extractors.discovery import DuplicateComponent, UnknownComponent, discover_extractors, discover_readers, lookup
+from extractors.discovery import (
+    DuplicateComponent,
+    UnknownComponent,
+    discover_extractors,
+    discover_readers,
+    lookup,
+)
 
 
 def test_discovery_finds_the_in_tree_readers_and_extractors_by_module_name():
@@ -33,14 +39,14 @@ def test_a_new_scenario_is_one_module_and_duplicates_fail_loudly(tmp_path, monke
     pkg = tmp_path / "plugpkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    body = textwrap.dedent('''
+    body = textwrap.dedent("""
         from extractors.base import extractor
 
         @extractor("{name}", version=1, reads={{"swe"}}, tasks=("plan",))
         class X:
             def extract(self, traj, task, options):
                 return iter(())
-    ''')
+    """)
     (pkg / "alpha.py").write_text(body.format(name="alpha"))
     monkeypatch.syspath_prepend(str(tmp_path))
     found = discover_extractors(package="plugpkg", group="aptforge.none")

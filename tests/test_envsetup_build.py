@@ -59,8 +59,11 @@ def test_failed_runs_are_dropped_by_the_sources_verdict_and_broken_files_quarant
     assert set(report["formats"]) == {"super_ipynb", "repolaunch_log", "installamatic_msgs", "repo2run_track"}
     entries = [json.loads(line) for line in (built / "quarantine.jsonl").read_text().splitlines()]
     read = {(Path(e["where"].split(":")[0]).name, e["reason"]) for e in entries if e["stage"] == "read"}
-    assert {("history.ipynb", "truncated_json"), ("result.json", "invalid_json"),
-            ("metrics.json", "run_not_present")} <= read
+    assert {
+        ("history.ipynb", "truncated_json"),
+        ("result.json", "invalid_json"),
+        ("metrics.json", "run_not_present"),
+    } <= read
     rows = pq.read_table(built / "candidates" / "error.parquet").to_pylist()
     assert {r["source_format"] for r in rows} >= {"super_ipynb", "repolaunch_log", "installamatic_msgs"}
 
@@ -72,7 +75,8 @@ def _metrics(source_file: str) -> dict:
 @pytest.mark.flow
 @pytest.mark.shared
 def test_a_build_over_super_targets_only_commands_of_verified_runs_and_its_baselines_stay_in_bounds(
-        prefect_harness, shared_dir, tmp_path):
+    prefect_harness, shared_dir, tmp_path
+):
     super_dir = shared_dir / "envsetup" / "super-benchmark"
     out = _build(tmp_path, "--input", str(super_dir))
     rows = pq.read_table(out / "candidates" / "action.parquet").to_pylist()
@@ -108,7 +112,9 @@ def test_inspect_labels_every_super_and_repo2run_run_with_the_sources_verdict(sh
     for nb in notebooks:
         row, metrics = by_file[str(nb)], _metrics(str(nb))
         verified = metrics["output_match"] == 1 or metrics["checkpoints"] == 1
-        assert row["label"] == ("success" if verified else "failure") and row["signal"].startswith("metrics.json")
+        assert row["label"] == ("success" if verified else "failure") and row["signal"].startswith(
+            "metrics.json"
+        )
     repo2run = {Path(r["file"]).parent.name: r for r in rows if r["reader"] == "repo2run_track"}
     assert repo2run["repo"]["label"] == "success" and repo2run["bigcodebench"]["label"] == "unknown"
 
@@ -123,4 +129,7 @@ def test_inspect_labels_every_bundled_sample_run_with_its_verdict(samples_dir):
     assert got[("installamatic_msgs", "pgtiny#1")] == ("failure", "eval build_status")
     assert got[("repo2run_track", "toyorg/notecalc")][0] == "success"
     assert got[("super_ipynb", "tinyner_issue")][0] == "failure"
-    assert got[("repolaunch_log", "quietlog__quietlog-61")] == ("unknown", "no_verdict")  # malformed/: no result.json
+    assert got[("repolaunch_log", "quietlog__quietlog-61")] == (
+        "unknown",
+        "no_verdict",
+    )  # malformed/: no result.json

@@ -26,17 +26,29 @@ from generators.offline import OfflineGenerator
 from schemas import GoldStep, Problem, Trajectory
 from schemas.envsetup import EnvSetupRun, SourceRef, TargetRepo
 
-OPTS = ExtractOptions(max_items_per_trajectory=50, max_context_tokens=4000, max_observation_chars=2000, seed=7)
+OPTS = ExtractOptions(
+    max_items_per_trajectory=50, max_context_tokens=4000, max_observation_chars=2000, seed=7
+)
 TRACEBACK = "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nModuleNotFoundError: No module named '{}'\n"
 
 
-def _traj(steps: list[dict], success: bool = True, repo: str = "https://github.com/acme/widget",
-          run_id: str = "test/widget") -> Trajectory:
-    run = EnvSetupRun(run_id=run_id, source=SourceRef(format="test"), target_repo=TargetRepo(url=repo),
-                      task="Set up widget and run train.py", steps=tuple(make_step(i, **s) for i, s in enumerate(steps)),
-                      outcome=verdict(success, "test verdict", "" if success else "failed"))
-    return to_trajectory(run, reader_name="test", reader_version=1, origin=Origin(f"/runs/{run_id}.json"),
-                         instance_id="widget")
+def _traj(
+    steps: list[dict],
+    success: bool = True,
+    repo: str = "https://github.com/acme/widget",
+    run_id: str = "test/widget",
+) -> Trajectory:
+    run = EnvSetupRun(
+        run_id=run_id,
+        source=SourceRef(format="test"),
+        target_repo=TargetRepo(url=repo),
+        task="Set up widget and run train.py",
+        steps=tuple(make_step(i, **s) for i, s in enumerate(steps)),
+        outcome=verdict(success, "test verdict", "" if success else "failed"),
+    )
+    return to_trajectory(
+        run, reader_name="test", reader_version=1, origin=Origin(f"/runs/{run_id}.json"), instance_id="widget"
+    )
 
 
 def _sh(cmd: str, output: str = "", code: int | None = 0) -> dict:
@@ -58,7 +70,9 @@ RUN = [
 ]
 
 
-def _golds(traj: Trajectory, task: str, extractor: SweEnvSetup | None = None) -> tuple[list[GoldStep], list[Problem]]:
+def _golds(
+    traj: Trajectory, task: str, extractor: SweEnvSetup | None = None
+) -> tuple[list[GoldStep], list[Problem]]:
     out = list((extractor or SweEnvSetup()).extract(traj, task, OPTS))
     return [g for g in out if isinstance(g, GoldStep)], [p for p in out if isinstance(p, Problem)]
 
@@ -70,7 +84,12 @@ def test_action_targets_are_only_successful_new_one_line_setup_commands():
     for g in golds:
         f = g.fields
         assert f["cmd_prefix"] + " " + f["cmd_postfix"] == f["target_cmd"] == g.gold
-        assert ";" not in g.gold and "\n" not in g.gold and not has_placeholder(g.gold) and not is_read_only(g.gold)
+        assert (
+            ";" not in g.gold
+            and "\n" not in g.gold
+            and not has_placeholder(g.gold)
+            and not is_read_only(g.gold)
+        )
         assert g.gold not in f["executed_cmds"].split(";") and f["executed_cmds"].startswith("git clone")
         assert f["execution_plan"].startswith("step1: Clone the repository acme/widget")
     assert golds[1].fields["cmd_prefix"] == "pip install" and golds[1].fields["cmd_postfix"] == "pyyaml"
@@ -91,17 +110,30 @@ def test_the_error_gold_is_the_fix_that_worked_and_the_failed_attempt_is_a_distr
 
 
 def test_a_failure_that_never_went_away_gives_no_error_item():
-    steps = [_sh("python train.py", TRACEBACK.format("yaml"), None), _sh("pip install yml", "Successfully installed yml-1"),
-             _sh("python train.py", TRACEBACK.format("yaml"), None)]
+    steps = [
+        _sh("python train.py", TRACEBACK.format("yaml"), None),
+        _sh("pip install yml", "Successfully installed yml-1"),
+        _sh("python train.py", TRACEBACK.format("yaml"), None),
+    ]
     golds, problems = _golds(_traj(steps), "error")
     assert golds == [] and [p.reason for p in problems] == ["no_eligible_steps"]
 
 
 def test_fixes_that_failed_in_other_runs_become_distractors_of_the_same_repo():
-    failed_run = _traj([_sh("python train.py", TRACEBACK.format("yaml"), None), _sh("pip install yaml-tools"),
-                        _sh("python train.py", TRACEBACK.format("yaml"), None)], success=False, run_id="test/widget-2")
+    failed_run = _traj(
+        [
+            _sh("python train.py", TRACEBACK.format("yaml"), None),
+            _sh("pip install yaml-tools"),
+            _sh("python train.py", TRACEBACK.format("yaml"), None),
+        ],
+        success=False,
+        run_id="test/widget-2",
+    )
     library = SweEnvSetup.observe([failed_run, _traj(RUN)])
-    assert any(f.text == "1. Run `pip install yaml-tools`" and f.repo == "https://github.com/acme/widget" for f in library.fixes)
+    assert any(
+        f.text == "1. Run `pip install yaml-tools`" and f.repo == "https://github.com/acme/widget"
+        for f in library.fixes
+    )
     extractor = stages.make_extractor(SweEnvSetup, library)
     golds, _ = _golds(_traj(RUN), "error", extractor)
     assert "1. Run `pip install yaml-tools`" in golds[0].candidates
@@ -122,7 +154,9 @@ def test_every_plan_distractor_is_checked_wrong_by_the_runs_evidence(samples_dir
         steps = [t.split(": ", 1)[1] for t in option.rstrip(";").split(";")]
         variant = [texts.index(t) if t in texts else t for t in steps]
         inserted = [t for t in variant if isinstance(t, str)]
-        assert all(t.startswith(("Uninstall", "Delete")) for t in inserted)  # only harmful steps are ever added
+        assert all(
+            t.startswith(("Uninstall", "Delete")) for t in inserted
+        )  # only harmful steps are ever added
         assert is_wrong(variant, required)
         assert similarity(option, gold) < 0.85
     moved_only = [o for o in options if all(t.split(": ", 1)[1] in texts for t in o.rstrip(";").split(";"))]
@@ -132,8 +166,12 @@ def test_every_plan_distractor_is_checked_wrong_by_the_runs_evidence(samples_dir
 
 
 def _sample_golds(samples_dir: Path) -> dict[str, list[GoldStep]]:
-    trajs = [o for f in find_run_inputs([samples_dir / "swe_env_setup"]) for o in read_input(discover_readers(), str(f))
-             if isinstance(o, Trajectory)]
+    trajs = [
+        o
+        for f in find_run_inputs([samples_dir / "swe_env_setup"])
+        for o in read_input(discover_readers(), str(f))
+        if isinstance(o, Trajectory)
+    ]
     extractor = stages.make_extractor(SweEnvSetup, stages.observe_runs(SweEnvSetup, trajs))
     out: dict[str, list[GoldStep]] = {"plan": [], "action": [], "error": []}
     for t in trajs:
@@ -147,7 +185,9 @@ def test_the_bundled_samples_give_items_of_all_three_tasks_that_the_offline_gene
     golds = _sample_golds(samples_dir)
     assert all(golds[t] for t in ("plan", "action", "error"))
     for task in ("plan", "error"):
-        questions, problems = stages.generate_stage(OfflineGenerator(seed=1), golds[task], stages.pool_of(golds[task]), 7)
+        questions, problems = stages.generate_stage(
+            OfflineGenerator(seed=1), golds[task], stages.pool_of(golds[task]), 7
+        )
         assert problems == [] and len(questions) == len(golds[task])
         assert all(len(q.options) == 7 and q.options[q.gold_index] == q.gold for q in questions)
         if task == "plan":  # plan options come only from the checked-wrong candidates

@@ -63,9 +63,18 @@ def test_a_super_notebook_becomes_one_run_with_the_replayed_gold_cells_marked(sa
     by_command = {s.command: s for s in run.steps}
     assert by_command["cd tinyner"].origin == "replayed_gold"  # `%cd tinyner`, pre-executed by user
     assert by_command["cd tinyner"].raw_action == "%cd tinyner"
-    assert by_command["pip install seqeval-fast"].failed and by_command["pip install seqeval-fast"].exit_code_inferred
-    assert by_command["pip install seqeval"].exit_code == 0 and by_command["pip install seqeval"].origin == "agent"
-    assert by_command["configs/small.yaml"].kind == "edit" and by_command["configs/small.yaml"].edit.after == "device: cpu"
+    assert (
+        by_command["pip install seqeval-fast"].failed
+        and by_command["pip install seqeval-fast"].exit_code_inferred
+    )
+    assert (
+        by_command["pip install seqeval"].exit_code == 0
+        and by_command["pip install seqeval"].origin == "agent"
+    )
+    assert (
+        by_command["configs/small.yaml"].kind == "edit"
+        and by_command["configs/small.yaml"].edit.after == "device: cpu"
+    )
     assert run.steps[-1].kind == "submit"
     assert "seqeval" in run.context.readme and len(traj.steps) == len(run.steps)
 
@@ -92,9 +101,16 @@ def test_a_repolaunch_run_takes_exit_codes_from_the_log_and_its_label_from_resul
     assert traj.outcome.label == "success" and traj.outcome.signal == "result.json completed"
     assert [(s.command, s.exit_code) for s in run.steps][:2] == [("npm ci", 1), ("npm install -g n", 0)]
     assert not any(s.exit_code_inferred for s in run.steps)
-    assert "Required: {\"node\":\">=22\"}" in run.steps[0].output and "exit code" not in run.steps[0].output
-    assert run.target_repo.commit == "3b1f0c2d9e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c" and run.target_repo.language == "typescript"
-    assert [d.path for d in run.context.docs] == ["README.md", "package.json", ".nvmrc"] and "Node 22" in run.context.readme
+    assert 'Required: {"node":">=22"}' in run.steps[0].output and "exit code" not in run.steps[0].output
+    assert (
+        run.target_repo.commit == "3b1f0c2d9e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c"
+        and run.target_repo.language == "typescript"
+    )
+    assert [d.path for d in run.context.docs] == [
+        "README.md",
+        "package.json",
+        ".nvmrc",
+    ] and "Node 22" in run.context.readme
 
 
 def test_a_repolaunch_run_that_did_not_complete_is_a_failure_named_by_its_exception(samples):
@@ -117,7 +133,9 @@ def test_installamatic_builds_are_labelled_by_their_trial_in_the_eval_json(sampl
 
 def test_a_repo2run_track_is_labelled_by_its_last_runtest(samples):
     traj, run = _run(samples / "repo2run/build_agent/output/toyorg/notecalc/track.json")
-    assert traj.outcome.label == "success" and traj.outcome.signal == "outer_commands.json runtest returncode 0"
+    assert (
+        traj.outcome.label == "success" and traj.outcome.signal == "outer_commands.json runtest returncode 0"
+    )
     codes = [(s.command, s.exit_code) for s in run.steps]
     assert ("waitinglist add -p flask", 127) in codes and codes[-1] == ("runtest", 0)
 
@@ -125,20 +143,36 @@ def test_a_repo2run_track_is_labelled_by_its_last_runtest(samples):
 def test_run_folders_fold_into_one_input_each(samples):
     found = [p.relative_to(samples).as_posix() for p in find_run_inputs([samples])]
     names = {Path(p).name for p in found}
-    assert not names & {"result.json", "instance.json", "outer_commands.json", "inner_commands.json", "pip_list.json",
-                        "quiet-otter_gpt-4o-mini.json"}
+    assert not names & {
+        "result.json",
+        "instance.json",
+        "outer_commands.json",
+        "inner_commands.json",
+        "pip_list.json",
+        "quiet-otter_gpt-4o-mini.json",
+    }
     assert f"{SUPER}/tinyner_data/metrics.json" in found  # the folder has no notebook: the verdict stands in
     assert f"{SUPER}/tinyner_dependencies/history.ipynb" in found
     assert "repolaunch/ts/playground/quietlog__quietlog-42/setup.log" in found
     assert sum(p.endswith("-build-0.json") for p in found) == 1 and not any("-gather-" in p for p in found)
-    bundle = detect_bundle(samples / "installamatic/logs/messages/quiet-otter/gpt-4o-mini-pgtiny-gather-0.json")
-    assert bundle is not None and bundle.primary.endswith("build-0.json") and set(bundle.members) == {"build", "gather", "eval"}
+    bundle = detect_bundle(
+        samples / "installamatic/logs/messages/quiet-otter/gpt-4o-mini-pgtiny-gather-0.json"
+    )
+    assert (
+        bundle is not None
+        and bundle.primary.endswith("build-0.json")
+        and set(bundle.members) == {"build", "gather", "eval"}
+    )
 
 
 def test_broken_members_become_problems_naming_file_and_line(samples):
     broken = samples / "malformed"
     outs = [o for f in find_run_inputs([broken]) for o in read_input(READERS, str(f))]
-    problems = {(Path(p.where.split(":")[0]).name, p.where.rsplit(":", 1)[-1], p.reason) for p in outs if isinstance(p, Problem)}
+    problems = {
+        (Path(p.where.split(":")[0]).name, p.where.rsplit(":", 1)[-1], p.reason)
+        for p in outs
+        if isinstance(p, Problem)
+    }
     assert ("history.ipynb", "53", "truncated_json") in problems
     assert ("result.json", "3", "invalid_json") in problems
     assert any(name.endswith("build-2.json") and reason == "wrong_type" for name, _, reason in problems)
@@ -157,7 +191,9 @@ def _records(samples: Path) -> list[Record]:
 
 def _mutate(value: Any, data: st.DataObject, depth: int = 0) -> Any:
     if not isinstance(value, (dict, list)) or not value or depth > 5 or data.draw(st.integers(0, 4)) == 0:
-        return data.draw(st.none() | st.integers() | st.text(max_size=20) | st.lists(st.text(max_size=5), max_size=3))
+        return data.draw(
+            st.none() | st.integers() | st.text(max_size=20) | st.lists(st.text(max_size=5), max_size=3)
+        )
     if isinstance(value, dict):
         key = data.draw(st.sampled_from(sorted(value, key=str)))
         return {**value, key: _mutate(value[key], data, depth + 1)}
@@ -178,20 +214,27 @@ def test_damaged_bundle_records_read_as_a_run_or_a_problem_never_a_crash(data, s
         assert out.where == rec.origin.file and out.reason
 
 
-@pytest.mark.parametrize(("cell", "expected"), [
-    ("!pip install -q seqeval", ("shell", ("pip install -q seqeval",))),
-    ("%cd ColBERT", ("shell", ("cd ColBERT",))),
-    ("# comment\n!python run.py \\\n  --epochs 1", ("shell", ("python run.py --epochs 1",))),
-    ("%%bash\nmake\nmake test", ("shell", ("make", "make test"))),
-    ("import os\n!ls", ("code", ())),
-    ("# only a comment", ("other", ())),
-])
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ("!pip install -q seqeval", ("shell", ("pip install -q seqeval",))),
+        ("%cd ColBERT", ("shell", ("cd ColBERT",))),
+        ("# comment\n!python run.py \\\n  --epochs 1", ("shell", ("python run.py --epochs 1",))),
+        ("%%bash\nmake\nmake test", ("shell", ("make", "make test"))),
+        ("import os\n!ls", ("code", ())),
+        ("# only a comment", ("other", ())),
+    ],
+)
 def test_notebook_cells_normalise_to_shell_commands(cell, expected):
     assert tuple(notebook_commands(cell)) == expected
 
 
 def test_the_shell_helpers_classify_commands_as_the_extractor_needs():
-    assert is_read_only("ls -la") and is_read_only("cat README.md | head -n 20") and is_read_only("pip show torch")
+    assert (
+        is_read_only("ls -la")
+        and is_read_only("cat README.md | head -n 20")
+        and is_read_only("pip show torch")
+    )
     assert is_read_only("sed -n '1,20p' setup.py") and not is_read_only("sed -i 's/a/b/' setup.py")
     assert not is_read_only("pip install torch") and not is_read_only("cd repo && ls")
     assert has_placeholder("git clone <repository_url>") and has_placeholder("cd /path/to/repo")
@@ -204,9 +247,15 @@ def test_failure_is_inferred_from_output_only_when_the_source_has_no_exit_code()
     resolver = "ERROR: pip's dependency resolver does not currently take into account all the packages\nSuccessfully installed x-1.0\n"
     assert infer_failure("pip install x", resolver) is False
     assert infer_failure("pip install y", "ERROR: No matching distribution found for y\n") is True
-    assert infer_failure("python t.py", "Traceback (most recent call last):\n  File ...\nKeyError: 'a'\n") is True
+    assert (
+        infer_failure("python t.py", "Traceback (most recent call last):\n  File ...\nKeyError: 'a'\n")
+        is True
+    )
     assert infer_failure("python t.py", "epoch 1 loss 0.3\n") is False
     assert infer_failure("python t.py", None) is None
     tb = "Traceback (most recent call last):\n  File \"a.py\", line 1\nModuleNotFoundError: No module named 'faiss'\n"
     assert error_line(tb) == "ModuleNotFoundError: No module named 'faiss'"
-    assert error_line("npm ERR! code EBADENGINE\nnpm ERR! engine Unsupported engine\n") == "npm ERR! code EBADENGINE"
+    assert (
+        error_line("npm ERR! code EBADENGINE\nnpm ERR! engine Unsupported engine\n")
+        == "npm ERR! code EBADENGINE"
+    )

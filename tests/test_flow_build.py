@@ -27,7 +27,10 @@ def built(prefect_harness, tmp_path_factory) -> Path:
 
 @pytest.mark.flow
 def test_the_build_writes_plan_and_action_candidates_with_aptbench_fields(built):
-    for task, keys in (("plan", ["uuid", "trajs", "choices", "answer"]), ("action", ["uuid", "tool_set", "trajs", "answer"])):
+    for task, keys in (
+        ("plan", ["uuid", "trajs", "choices", "answer"]),
+        ("action", ["uuid", "tool_set", "trajs", "answer"]),
+    ):
         table = pq.read_table(built / "candidates" / f"{task}.parquet")
         assert table.num_rows >= 1
         assert table.schema.equals(candidate_schema("swe_issue_fix", task))
@@ -57,8 +60,12 @@ def test_only_successful_runs_become_items(built):
 def test_bad_inputs_are_quarantined_with_file_and_reason_and_counted(built):
     entries = [json.loads(line) for line in (built / "quarantine.jsonl").read_text().splitlines()]
     reasons = {(Path(e["where"].split(":")[0]).name, e["reason"]) for e in entries if e["stage"] == "read"}
-    assert {("truncated.traj", "truncated_json"), ("wrong_type.traj", "wrong_type"),
-            ("binary.traj", "binary_file"), ("bad_lines.jsonl", "invalid_json")} <= reasons
+    assert {
+        ("truncated.traj", "truncated_json"),
+        ("wrong_type.traj", "wrong_type"),
+        ("binary.traj", "binary_file"),
+        ("bad_lines.jsonl", "invalid_json"),
+    } <= reasons
     report = json.loads((built / "report.json").read_text())
     assert report["problems_by_reason"]["read.truncated_json"] == 1
     assert report["counts"]["quarantined"] >= 5
@@ -73,12 +80,15 @@ def test_a_rebuild_of_the_same_inputs_gives_identical_candidates(built, tmp_path
     again = tmp_path / "swe_issue_fix" / "v0.1.0"
     for task in ("plan", "action"):
         assert pq.read_table(again / "candidates" / f"{task}.parquet").equals(
-            pq.read_table(built / "candidates" / f"{task}.parquet"))
+            pq.read_table(built / "candidates" / f"{task}.parquet")
+        )
 
 
 def test_an_invalid_config_names_the_field_and_exits_2(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("scenario: swe_issue_fix\nversion: v1\nsources: [x]\ntasks: {plan: {max_items_per_trajectory: lots}}\n")
+    bad.write_text(
+        "scenario: swe_issue_fix\nversion: v1\nsources: [x]\ntasks: {plan: {max_items_per_trajectory: lots}}\n"
+    )
     result = runner.invoke(app, ["build", str(bad)])
     assert result.exit_code == 2
     assert "tasks.plan.max_items_per_trajectory" in result.output and str(bad) in result.output
@@ -93,10 +103,15 @@ def test_a_config_that_is_not_a_mapping_exits_2(tmp_path):
 
 def test_inspect_prints_one_line_per_trajectory_with_label_and_signal(samples_dir):
     folder = samples_dir / "swe_issue_fix" / "sweagent_v1"
-    result = runner.invoke(app, ["inspect", str(folder), "--reports", str(folder / "harness_summary.json"), "--json"])
+    result = runner.invoke(
+        app, ["inspect", str(folder), "--reports", str(folder / "harness_summary.json"), "--json"]
+    )
     assert result.exit_code == 0
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     rows = [r for r in rows if "problem" not in r]
     assert len(rows) == 5
-    assert {r["instance_id"] for r in rows if r["label"] == "success"} == {"tinycalc__tinycalc-12", "slugkit__slugkit-7"}
+    assert {r["instance_id"] for r in rows if r["label"] == "success"} == {
+        "tinycalc__tinycalc-12",
+        "slugkit__slugkit-7",
+    }
     assert all(r["reader"] == "swe_agent_traj" and r["steps"] > 0 for r in rows)

@@ -24,7 +24,9 @@ PRICES = {"gpt-test": {"input": 10.0, "output": 10.0}}
 
 @pytest.fixture
 def server() -> Iterator[LLMStandInServer]:
-    with LLMStandInServer(responder=distractor_responder, openai_api_key=API_KEY, anthropic_api_key=API_KEY) as s:
+    with LLMStandInServer(
+        responder=distractor_responder, openai_api_key=API_KEY, anthropic_api_key=API_KEY
+    ) as s:
         yield s
 
 
@@ -41,10 +43,14 @@ def test_a_batch_is_submitted_polled_and_collected_at_the_batch_price(server, tm
     report = gen.usage_report()
     gen.close()
     assert all(isinstance(q, Question) for q in out)
-    assert server.count(SUBMIT[name]) == 1 and server.count(POLL[name]) >= 3 and server.count(ONLINE[name]) == 0
+    assert (
+        server.count(SUBMIT[name]) == 1 and server.count(POLL[name]) >= 3 and server.count(ONLINE[name]) == 0
+    )
     p = out[0].provenance
     assert p.cost_usd == pytest.approx(0.5 * 10.0 * (p.tokens_in + p.tokens_out) / 1e6)
-    assert report["total"]["requests"] == 5 and report["spent_usd"] == pytest.approx(sum(q.provenance.cost_usd for q in out))
+    assert report["total"]["requests"] == 5 and report["spent_usd"] == pytest.approx(
+        sum(q.provenance.cost_usd for q in out)
+    )
 
 
 @pytest.mark.parametrize("name", ["openai", "anthropic"])

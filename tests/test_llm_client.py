@@ -27,7 +27,9 @@ from tests.servers.llm import Fault, LLMStandInServer, distractor_responder, las
 
 @pytest.fixture
 def server() -> Iterator[LLMStandInServer]:
-    with LLMStandInServer(responder=distractor_responder, openai_api_key=API_KEY, anthropic_api_key=API_KEY) as s:
+    with LLMStandInServer(
+        responder=distractor_responder, openai_api_key=API_KEY, anthropic_api_key=API_KEY
+    ) as s:
         yield s
 
 
@@ -62,7 +64,9 @@ def test_429_and_500_are_retried_by_the_sdk_honouring_retry_after(server, tmp_pa
 
 
 def test_sdk_retries_give_up_into_a_problem(server, tmp_path):
-    server.add_faults(CHAT, *[Fault.rate_limit(retry_after=0.01)] * 2, *[Fault.server_error(retry_after=0.01)] * 2)
+    server.add_faults(
+        CHAT, *[Fault.rate_limit(retry_after=0.01)] * 2, *[Fault.server_error(retry_after=0.01)] * 2
+    )
     gen = make_generator(server, tmp_path, max_retries=1, max_concurrency=1)
     out = generate(gen, [plan_step(1), plan_step(2)])
     gen.close()
@@ -144,7 +148,9 @@ def test_a_rerun_is_served_from_the_cache_with_zero_requests(server, tmp_path):
     again.close()
     assert server.count(CHAT) == 8
     assert second == first  # same options, same provenance (original tokens and cost)
-    assert report["total"]["cache_hits"] == 8 and report["total"]["requests"] == 0 and report["spent_usd"] == 0
+    assert (
+        report["total"]["cache_hits"] == 8 and report["total"]["requests"] == 0 and report["spent_usd"] == 0
+    )
     assert ResponseStore(tmp_path / "out" / "llm_cache.sqlite").count() == 8
 
 
@@ -163,8 +169,9 @@ def test_the_budget_cap_stops_cleanly_leaving_no_distractors_problems(server, tm
     assert server.count(CHAT) == len(made)  # nothing is sent once the budget is exhausted
     spent = sum(q.provenance.cost_usd for q in made)
     assert report["spent_usd"] == pytest.approx(spent, abs=1e-6) and spent <= 0.6
-    assert report["spent_usd"] == pytest.approx(sum(100 * (q.provenance.tokens_in + q.provenance.tokens_out)
-                                                    for q in made) / 1e6, abs=1e-6)
+    assert report["spent_usd"] == pytest.approx(
+        sum(100 * (q.provenance.tokens_in + q.provenance.tokens_out) for q in made) / 1e6, abs=1e-6
+    )
     assert report["budget_exhausted"] and report["total"]["no_distractors"] == len(stopped)
 
 
@@ -219,7 +226,9 @@ def test_the_requests_per_minute_limit_spaces_requests(server, tmp_path):
 
 
 @pytest.mark.parametrize(("structured", "key"), [("auto", "tool_choice"), ("json_schema", "output_config")])
-def test_anthropic_generates_with_a_forced_tool_or_native_structured_output(server, tmp_path, structured, key):
+def test_anthropic_generates_with_a_forced_tool_or_native_structured_output(
+    server, tmp_path, structured, key
+):
     server.add_faults(MESSAGES, Fault.overloaded(retry_after_ms=20))
     gen = make_generator(server, tmp_path, "anthropic", model="claude-test", structured_output=structured)
     (q,) = generate(gen, [plan_step(1)])
@@ -251,7 +260,9 @@ def test_missing_keys_and_endpoints_are_refused_naming_the_variable(server, tmp_
     from flows.settings import Settings, make_llm_generator
     from tests.llm_support import build_config
 
-    bare = Settings(OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None, OPENAI_BASE_URL=None, ANTHROPIC_BASE_URL=None)
+    bare = Settings(
+        OPENAI_API_KEY=None, ANTHROPIC_API_KEY=None, OPENAI_BASE_URL=None, ANTHROPIC_BASE_URL=None
+    )
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         make_llm_generator(build_config(tmp_path, "openai"), bare)
     with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
@@ -259,7 +270,9 @@ def test_missing_keys_and_endpoints_are_refused_naming_the_variable(server, tmp_
     with pytest.raises(ValueError, match="OPENAI_BASE_URL"):
         make_llm_generator(build_config(tmp_path, "openai-compatible"), bare)
     server.openai_api_key = None  # like vLLM or Ollama: any key is accepted
-    keyless = make_llm_generator(build_config(tmp_path, "openai-compatible", base_url=server.openai_base_url), bare)
+    keyless = make_llm_generator(
+        build_config(tmp_path, "openai-compatible", base_url=server.openai_base_url), bare
+    )
     (q,) = generate(keyless, [plan_step(1)])
     keyless.close()
     assert isinstance(q, Question) and server.requests_for(CHAT)[0].authenticated

@@ -61,9 +61,21 @@ def all_logs() -> Iterator[_Everything]:
         logging.getLogger(name).setLevel(old[name])
 
 
-def build(out: Path, generator: str, env: dict[str, str]) -> dict:
-    result = runner.invoke(app, ["build", str(ROOT / "configs" / "swe.yaml"), "--generator", generator,
-                                 "--out", str(out)], env=env)
+def build(out: Path, generator: str, env: dict[str, str], description: str | None = None) -> dict:
+    config = ROOT / "configs" / "swe.yaml"
+    if description is not None:  # the same build with a changed config (a new config hash)
+        text = config.read_text().replace("../extractors", str(ROOT / "extractors"))
+        text = "\n".join(
+            f"description: {description}" if line.startswith("description:") else line
+            for line in text.splitlines()
+        )
+        config = out.parent / "swe-changed.yaml"
+        config.write_text(text + "\n")
+    result = runner.invoke(
+        app,
+        ["build", str(config), "--generator", generator, "--out", str(out)],
+        env=env,
+    )
     assert result.exit_code == 0, result.output
     assert KEY not in result.output
     return json.loads((out / "swe_issue_fix" / "v0.1.0" / "report.json").read_text())
@@ -75,8 +87,13 @@ def plan_rows(out: Path) -> list[dict]:
 
 @pytest.mark.flow
 def test_an_openai_build_makes_llm_distractors_a_rerun_makes_no_request_and_the_key_never_leaks(
-        prefect_harness, server, tmp_path, all_logs):
-    env = {"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": KEY, "APTFORGE_OPENAI_MODEL": "gpt-standin"}
+    prefect_harness, server, tmp_path, all_logs
+):
+    env = {
+        "OPENAI_BASE_URL": server.openai_base_url,
+        "OPENAI_API_KEY": KEY,
+        "APTFORGE_OPENAI_MODEL": "gpt-standin",
+    }
     out = tmp_path / "out"
     report = build(out, "openai", env)
     rows = plan_rows(out)
@@ -87,7 +104,9 @@ def test_an_openai_build_makes_llm_distractors_a_rerun_makes_no_request_and_the_
     usage = report["llm"]["by_task"]["plan"]["gpt-standin"]
     assert sent == usage["requests"] >= len(rows) and report["llm"]["total"]["failures"] == 0
 
-    again = build(out, "openai", env)
+    same = build(out, "openai", env)  # nothing changed: the last build is reused, no stage runs
+    assert same.get("reused") is True and server.count(CHAT) == sent
+    again = build(out, "openai", env, description="a changed config - every stage runs again")
     assert server.count(CHAT) == sent  # the rerun is served from the response cache
     assert again["llm"]["total"]["requests"] == 0 and again["llm"]["total"]["cache_hits"] == sent
     assert plan_rows(out) == rows
@@ -100,8 +119,11 @@ def test_an_openai_build_makes_llm_distractors_a_rerun_makes_no_request_and_the_
 
 @pytest.mark.flow
 def test_an_anthropic_build_makes_llm_distractors_from_anthropic_base_url(prefect_harness, server, tmp_path):
-    env = {"ANTHROPIC_BASE_URL": server.anthropic_base_url, "ANTHROPIC_API_KEY": KEY,
-           "APTFORGE_ANTHROPIC_MODEL": "claude-standin"}
+    env = {
+        "ANTHROPIC_BASE_URL": server.anthropic_base_url,
+        "ANTHROPIC_API_KEY": KEY,
+        "APTFORGE_ANTHROPIC_MODEL": "claude-standin",
+    }
     report = build(tmp_path / "out", "anthropic", env)
     rows = plan_rows(tmp_path / "out")
     assert rows and all(r["generator"] == "anthropic" and r["model"] == "claude-standin" for r in rows)
@@ -117,13 +139,24 @@ def test_a_build_killed_during_generation_repeats_no_completed_request(prefect_h
     config.write_text(
         f"scenario: swe_issue_fix\nversion: vkill\nsources: [{ROOT / 'extractors' / 'samples' / 'swe_issue_fix'}]\n"
         f"tasks: {{plan: {{}}}}\nseed: 20261130\nout_dir: {tmp_path / 'out'}\n"
-        "generator: {name: openai, model: gpt-test, max_concurrency: 1}\n")
+        "generator: {name: openai, model: gpt-test, max_concurrency: 1}\n"
+    )
     server.set_latency(0.15, CHAT)
-    env = {**os.environ, "OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": KEY,
-           "PREFECT_API_URL": str(get_current_settings().api.url), "PREFECT_HOME": str(tmp_path / "prefect"),
-           "PREFECT_LOGGING_LEVEL": "WARNING"}
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "build", str(config)], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": server.openai_base_url,
+        "OPENAI_API_KEY": KEY,
+        "PREFECT_API_URL": str(get_current_settings().api.url),
+        "PREFECT_HOME": str(tmp_path / "prefect"),
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "build", str(config)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while server.count(CHAT) < 6 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
@@ -133,8 +166,9 @@ def test_a_build_killed_during_generation_repeats_no_completed_request(prefect_h
     assert len(completed) == 5 and not (tmp_path / "out" / "swe_issue_fix" / "vkill" / "report.json").exists()
 
     server.reset()
-    result = runner.invoke(app, ["build", str(config)], env={"OPENAI_BASE_URL": server.openai_base_url,
-                                                            "OPENAI_API_KEY": KEY})
+    result = runner.invoke(
+        app, ["build", str(config)], env={"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": KEY}
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "out" / "swe_issue_fix" / "vkill" / "report.json").read_text())
     rerun = [json.dumps(r.json, sort_keys=True) for r in server.requests_for(CHAT)]

@@ -47,12 +47,18 @@ def test_a_store_from_another_schema_version_or_not_sqlite_is_refused(tmp_path):
 
 def test_batch_ids_are_kept_until_collected(tmp_path):
     store = ResponseStore(tmp_path / "cache.sqlite")
-    store.add_batch("batch_1", "openai", [BatchEntry("a", "plan", "m", 0.1), BatchEntry("b", "plan", "m", 0.2)])
+    store.add_batch(
+        "batch_1", "openai", [BatchEntry("a", "plan", "m", 0.1), BatchEntry("b", "plan", "m", 0.2)]
+    )
     (pending,) = store.pending_batches("openai")
     assert pending.batch_id == "batch_1" and [e.key for e in pending.entries] == ["a", "b"]
     assert store.pending_batches("anthropic") == []
-    store.finish_batch("batch_1", "completed", [("a", "openai", "m", {"batch_id": "batch_1"}, {"text": "x"})],
-                       {"b": "HTTP 500"})
+    store.finish_batch(
+        "batch_1",
+        "completed",
+        [("a", "openai", "m", {"batch_id": "batch_1"}, {"text": "x"})],
+        {"b": "HTTP 500"},
+    )
     assert store.pending_batches("openai") == [] and store.get("a") == {"text": "x"}
     assert store.batch_errors("batch_1") == {"b": "HTTP 500"} and store.batch_status("batch_1") == "completed"
 
@@ -70,7 +76,10 @@ def test_the_ledger_reserves_the_worst_case_and_reports_per_task_and_model():
         ledger.reserve("m", 1, 1)
     report = ledger.report()
     assert report["spent_usd"] == pytest.approx(0.0007) and report["budget_exhausted"]
-    assert report["by_task"]["plan"]["m"]["tokens_in"] == 500 and report["by_task"]["plan"]["m"]["cache_hits"] == 2
+    assert (
+        report["by_task"]["plan"]["m"]["tokens_in"] == 500
+        and report["by_task"]["plan"]["m"]["cache_hits"] == 2
+    )
     assert report["by_model"]["other"]["requests"] == 1 and report["unpriced_models"] == ["other"]
     assert report["total"]["requests"] == 2
     with pytest.raises(ValueError, match="no price"):
@@ -79,7 +88,19 @@ def test_the_ledger_reserves_the_worst_case_and_reports_per_task_and_model():
 
 def test_the_rapidfuzz_prefilter_agrees_exactly_with_text_similarity():
     rng = random.Random(20261130)
-    words = ["I need to", "open", "edit", "the", "parser", "tests", "module", "config", "run", "`pytest -x`", "again"]
+    words = [
+        "I need to",
+        "open",
+        "edit",
+        "the",
+        "parser",
+        "tests",
+        "module",
+        "config",
+        "run",
+        "`pytest -x`",
+        "again",
+    ]
     texts = [" ".join(rng.choice(words) for _ in range(rng.randint(2, 9))) for _ in range(150)]
     for threshold in (0.6, 0.85, 0.95):
         for a, b in zip(texts, texts[1:] + texts[:1], strict=True):

@@ -278,10 +278,14 @@ def test_the_publish_command_dry_runs_then_publishes_once(prefect_harness, revie
 
     from flows.cli import app
 
-    cfg, queue, decided = reviewed
+    cfg, _queue, decided = reviewed
     config_file = tmp_path / "swe.yaml"
-    config_file.write_text((ROOT / "configs" / "swe.yaml").read_text().replace("out_dir: ../out", f"out_dir: {cfg.out_dir}")
-                           .replace("../extractors", str(ROOT / "extractors")))
+    config_file.write_text(
+        (ROOT / "configs" / "swe.yaml")
+        .read_text()
+        .replace("out_dir: ../out", f"out_dir: {cfg.out_dir}")
+        .replace("../extractors", str(ROOT / "extractors"))
+    )
     runner = CliRunner()
     release = Path(cfg.out_dir) / cfg.scenario / "release"
     with StandInHub(token="hf_good") as hub:
@@ -298,7 +302,9 @@ def test_the_publish_command_dry_runs_then_publishes_once(prefect_harness, revie
         second = runner.invoke(app, ["publish", str(config_file), "--repo", "aptforge/swe"])
         assert second.exit_code == 0 and "no new commit" in second.output
         assert len(hub.requests_for("commit")) == 1
-        assert {p.name + p.parent.name: p.read_bytes() for p in sorted(release.glob("data/*/*.parquet"))} == before
+        assert {
+            p.name + p.parent.name: p.read_bytes() for p in sorted(release.glob("data/*/*.parquet"))
+        } == before
         assert "hf_good" not in first.output + second.output
     manifest = json.loads((release / "manifest.json").read_text())
     assert {i for items in manifest["items"].values() for i in items} == decided["accepted"]

@@ -20,8 +20,13 @@ runner = CliRunner()
 
 
 def _audit_json(*paths: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "audit", *map(str, paths), "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "audit", *map(str, paths), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -48,7 +53,11 @@ def test_audit_of_dr_plan_zh_flags_the_distractors_that_admit_their_flaw(shared_
     for term in ("无关", "重复", "错误", "web_search_wrong", "browse_website_wrong"):
         assert term in said
     assert all(p["where"].endswith(tuple(f":{n}" for n in range(1, 418))) for p in flaws)
-    rows = (shared_dir / "aptbench-reference" / "deepresearch" / "plan_zh" / "input_data.jsonl").read_text().splitlines()
+    rows = (
+        (shared_dir / "aptbench-reference" / "deepresearch" / "plan_zh" / "input_data.jsonl")
+        .read_text()
+        .splitlines()
+    )
     line = int(flaws[0]["where"].rsplit(":", 1)[1])
     option = int(flaws[0]["detail"].split()[1])
     assert "ABCDEF"[option] != json.loads(rows[line - 1])["answer"]  # it is a distractor, never the gold
@@ -57,7 +66,9 @@ def test_audit_of_dr_plan_zh_flags_the_distractors_that_admit_their_flaw(shared_
 @pytest.mark.shared
 def test_audit_reports_locate_defects_and_duplicate_summ_ans_rows_in_the_text_view(shared_dir):
     ref = shared_dir / "aptbench-reference"
-    result = runner.invoke(app, ["audit", str(ref / "issue_fix" / "locate"), str(ref / "deepresearch" / "summ_ans_en")])
+    result = runner.invoke(
+        app, ["audit", str(ref / "issue_fix" / "locate"), str(ref / "deepresearch" / "summ_ans_en")]
+    )
     assert result.exit_code == 0, result.output
     assert "issue_fix/locate" in result.output and "answer_not_in_options=10" in result.output
     assert "duplicate_row=51" in result.output
@@ -78,8 +89,18 @@ def _rows(n: int, gold_longest: bool) -> list[dict]:
         gold = k % 4
         if gold_longest:
             opts[gold] += " and then some more words"
-        rows.append({"scenario": "swe_issue_fix", "task": "plan", "item_id": f"i{k}", "uuid": "u", "trajs": "[]",
-                     "options": opts, "gold_index": gold, "gold": opts[gold]})
+        rows.append(
+            {
+                "scenario": "swe_issue_fix",
+                "task": "plan",
+                "item_id": f"i{k}",
+                "uuid": "u",
+                "trajs": "[]",
+                "options": opts,
+                "gold_index": gold,
+                "gold": opts[gold],
+            }
+        )
     return rows
 
 
@@ -89,18 +110,29 @@ def test_a_task_over_its_bound_is_refused_unless_the_config_overrides_it_with_a_
     assert "longest" in entry["exceeded"] and not entry["publishable"] and "longest 100.0%" in entry["why"]
     assert flagged["flags"] == {"plan": entry["why"]} and flagged["refused_tasks"] == ["plan"]
     assert "plan" in refused_tasks({"quality": flagged})
-    excused = build_quality({"plan": _rows(120, True)}, QualityConfig(overrides={"plan": "length is the skill"}))
-    assert excused["tasks"]["plan"]["publishable"] and excused["tasks"]["plan"]["override"] == "length is the skill"
+    excused = build_quality(
+        {"plan": _rows(120, True)}, QualityConfig(overrides={"plan": "length is the skill"})
+    )
+    assert (
+        excused["tasks"]["plan"]["publishable"]
+        and excused["tasks"]["plan"]["override"] == "length is the skill"
+    )
     assert refused_tasks({"quality": excused}) == {}
-    loose = build_quality({"plan": _rows(120, True)}, QualityConfig(bounds={"plan": dict.fromkeys(entry["exceeded"], 1.0)}))
+    loose = build_quality(
+        {"plan": _rows(120, True)}, QualityConfig(bounds={"plan": dict.fromkeys(entry["exceeded"], 1.0)})
+    )
     assert loose["tasks"]["plan"]["exceeded"] == []
 
 
 def test_a_config_with_an_unknown_baseline_or_a_reasonless_override_is_rejected(tmp_path):
     base = yaml.safe_load((ROOT / "configs" / "swe.yaml").read_text())
-    for quality, needle in (({"bounds": {"plan": {"medoid": 0.3}}}, "unknown baseline"),
-                            ({"overrides": {"plan": "  "}}, "needs a reason")):
+    for quality, needle in (
+        ({"bounds": {"plan": {"medoid": 0.3}}}, "unknown baseline"),
+        ({"overrides": {"plan": "  "}}, "needs a reason"),
+    ):
         path = tmp_path / "c.yaml"
-        path.write_text(yaml.safe_dump({**base, "sources": [str(ROOT / "extractors" / "samples")], "quality": quality}))
+        path.write_text(
+            yaml.safe_dump({**base, "sources": [str(ROOT / "extractors" / "samples")], "quality": quality})
+        )
         with pytest.raises(ConfigError, match=needle):
             load_config(path)

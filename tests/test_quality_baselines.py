@@ -27,8 +27,12 @@ def test_ties_give_fractional_credit_so_a_rule_never_wins_by_position():
 
 def test_the_option_closest_to_all_others_is_the_most_central():
     gold = "1. install torch\n2. install the package\n3. run the tests"
-    options = (gold.replace("2. install the package\n", ""), gold, gold + "\n4. delete the repository",
-               gold.replace("1. install torch\n2", "2"))
+    options = (
+        gold.replace("2. install the package\n", ""),
+        gold,
+        gold + "\n4. delete the repository",
+        gold.replace("1. install torch\n2", "2"),
+    )
     scores = centrality(options)
     assert max(range(4), key=scores.__getitem__) == 1
 
@@ -94,8 +98,18 @@ def test_an_answer_letter_beyond_the_options_is_a_problem_naming_the_line():
 
 
 def test_candidate_rows_use_options_and_gold_index_and_only_aptbench_fields_as_context():
-    row = {"scenario": "swe_issue_fix", "task": "plan", "uuid": "u", "trajs": "[ctx]", "choices": "(A) a\n(B) b",
-           "answer": "B", "options": ["a", "b"], "gold_index": 1, "gold": "b", "source_file": "/secret/path"}
+    row = {
+        "scenario": "swe_issue_fix",
+        "task": "plan",
+        "uuid": "u",
+        "trajs": "[ctx]",
+        "choices": "(A) a\n(B) b",
+        "answer": "B",
+        "options": ["a", "b"],
+        "gold_index": 1,
+        "gold": "b",
+        "source_file": "/secret/path",
+    }
     r = candidate_row(row, "c.parquet:1")
     assert isinstance(r, AuditRow) and r.task == "swe_issue_fix/plan" and r.context == "[ctx]"
     assert label_for_path("/x/aptbench-reference/env_setup/error/input_data.jsonl")[0] == "env_setup/error"

@@ -26,8 +26,9 @@ def _reasons(problems):
 
 
 def _step(planning: str, name: str = "web_search", **args: str) -> str:
-    return json.dumps({"planning": planning, "execution": {"name": name, "args": args or {"text": "q"}}},
-                      ensure_ascii=False)
+    return json.dumps(
+        {"planning": planning, "execution": {"name": name, "args": args or {"text": "q"}}}, ensure_ascii=False
+    )
 
 
 def test_two_options_with_the_same_normalised_text_are_duplicates():
@@ -77,8 +78,12 @@ def test_a_flaw_word_the_gold_or_a_free_text_context_also_uses_is_not_a_confessi
     gold = "I need to find where the wrong value is computed"
     v = OptionSet("s1", (gold, "I need to print the wrong value"), 0)
     assert list(gate_self_admitted_flaw(v)) == []
-    v = OptionSet("s2", ("I need to open the parser", "I need to patch the wrong branch"), 0,
-                  context="Issue: split() takes the wrong branch on quotes")
+    v = OptionSet(
+        "s2",
+        ("I need to open the parser", "I need to patch the wrong branch"),
+        0,
+        context="Issue: split() takes the wrong branch on quotes",
+    )
     assert list(gate_self_admitted_flaw(v)) == []
     v = OptionSet("s3", ("I need to open the parser", "I need to patch the wrong branch"), 0)
     assert _reasons(gate_self_admitted_flaw(v)) == [("distractor_admits_flaw", "error")]
@@ -93,13 +98,25 @@ def test_code_options_are_not_read_for_flaw_words():
 def test_an_option_three_times_longer_than_the_others_is_a_length_outlier_warning():
     v = OptionSet("l1", ("short plan one", "x" * 200, "short plan two", "short plan 3"), 0)
     (p,) = gate_length_outlier(v)
-    assert (p.reason, p.severity) == ("option_length_outlier", "warning") and "distractor option 1" in p.detail
+    assert (p.reason, p.severity) == (
+        "option_length_outlier",
+        "warning",
+    ) and "distractor option 1" in p.detail
     assert list(gate_length_outlier(OptionSet("l2", ("ls", "cd src/app", "pwd"), 0))) == []
 
 
 def test_check_options_runs_every_gate_and_a_clean_item_has_no_findings():
-    clean = OptionSet("c1", ("I need to open the parser module", "I need to run the tests",
-                             "I need to look at the writer", "I need to submit"), 2, context="an issue")
+    clean = OptionSet(
+        "c1",
+        (
+            "I need to open the parser module",
+            "I need to run the tests",
+            "I need to look at the writer",
+            "I need to submit",
+        ),
+        2,
+        context="an issue",
+    )
     assert check_options(clean) == []
     dirty = clean._replace(options=(*clean.options[:3], "I need to look at the writer"))
     assert {p.reason for p in check_options(dirty)} == {"duplicate_option"}
@@ -107,10 +124,24 @@ def test_check_options_runs_every_gate_and_a_clean_item_has_no_findings():
 
 def test_check_question_drops_an_mcq_whose_gold_is_copied_from_its_trajectory():
     gold = "I need to rerun the reproduction script"
-    q = Question(item_id="q1", scenario="swe_issue_fix", task="plan", form="mcq", trajectory_id="t", step_index=3,
-                 fields={"trajs": json.dumps([{"role": "assistant", "plan": gold}]), "uuid": "u"}, gold=gold,
-                 options=("I need to open the writer module", gold, "I need to submit the changes",
-                          "I need to list the package modules"), gold_index=1, provenance=PROV)
+    q = Question(
+        item_id="q1",
+        scenario="swe_issue_fix",
+        task="plan",
+        form="mcq",
+        trajectory_id="t",
+        step_index=3,
+        fields={"trajs": json.dumps([{"role": "assistant", "plan": gold}]), "uuid": "u"},
+        gold=gold,
+        options=(
+            "I need to open the writer module",
+            gold,
+            "I need to submit the changes",
+            "I need to list the package modules",
+        ),
+        gold_index=1,
+        provenance=PROV,
+    )
     assert _reasons(check_question(q)) == [("gold_in_context", "error")]
     moved = q.model_copy(update={"gold_index": 0})
     assert _reasons(check_question(moved)) == [("answer_not_in_options", "error")]

@@ -13,10 +13,30 @@ from schemas import GoldStep, Provenance, Question
 
 PROV = Provenance(source_file="x", source_format="swe_agent_traj", extractor="swe_issue_fix")
 VERBS = ["open", "edit", "run", "inspect", "search", "rerun", "fix", "test", "read", "check", "patch", "list"]
-NOUNS = ["parser", "writer", "tokenizer", "reproduction script", "test suite", "config loader", "slug helper",
-         "operator table", "quote handling", "division helper", "module list", "csv reader"]
-TAILS = ["", "again", "to confirm the bug", "to see how it handles empty input", "and delete it afterwards",
-         "when `max_length` is given", "so that quoted fields survive", "in the package root"]
+NOUNS = [
+    "parser",
+    "writer",
+    "tokenizer",
+    "reproduction script",
+    "test suite",
+    "config loader",
+    "slug helper",
+    "operator table",
+    "quote handling",
+    "division helper",
+    "module list",
+    "csv reader",
+]
+TAILS = [
+    "",
+    "again",
+    "to confirm the bug",
+    "to see how it handles empty input",
+    "and delete it afterwards",
+    "when `max_length` is given",
+    "so that quoted fields survive",
+    "in the package root",
+]
 
 
 def _golds(n: int, seed: int = 11) -> list[GoldStep]:
@@ -24,9 +44,19 @@ def _golds(n: int, seed: int = 11) -> list[GoldStep]:
     golds = []
     for i in range(n):
         text = f"I need to {rng.choice(VERBS)} the {rng.choice(NOUNS)} {rng.choice(TAILS)}".strip()
-        golds.append(GoldStep(step_id=f"s{i:03d}", scenario="swe_issue_fix", task="plan", form="mcq",
-                              trajectory_id=f"t{i // 6}", step_index=i % 6, gold=f"{text} ({i})",
-                              fields={"trajs": "[]"}, provenance=PROV))
+        golds.append(
+            GoldStep(
+                step_id=f"s{i:03d}",
+                scenario="swe_issue_fix",
+                task="plan",
+                form="mcq",
+                trajectory_id=f"t{i // 6}",
+                step_index=i % 6,
+                gold=f"{text} ({i})",
+                fields={"trajs": "[]"},
+                provenance=PROV,
+            )
+        )
     return golds
 
 
@@ -47,7 +77,9 @@ def test_rank_targets_are_spread_evenly_and_the_shortest_gold_is_forced_to_be_sh
 
 def test_on_120_generated_items_every_option_only_baseline_stays_within_chance_plus_ten_points():
     golds = _golds(120)
-    questions = [q for q in OfflineGenerator(seed=3).generate(golds, _pool(golds), 4) if isinstance(q, Question)]
+    questions = [
+        q for q in OfflineGenerator(seed=3).generate(golds, _pool(golds), 4) if isinstance(q, Question)
+    ]
     assert len(questions) == 120
     balanced = balance_positions(questions, seed=3)
     result = task_baselines([Mcq(q.item_id, q.options, q.gold_index) for q in balanced], Bounds())

@@ -15,8 +15,14 @@ from generators.baselines import BASELINES
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 runner = CliRunner()
 
 
@@ -59,7 +65,8 @@ def test_every_baseline_of_the_bundled_swe_build_stays_within_its_bound(built):
 @pytest.mark.flow
 @pytest.mark.shared
 def test_on_a_build_of_100_plus_real_items_every_baseline_stays_within_chance_plus_ten_points(
-        prefect_harness, shared_dir, tmp_path):
+    prefect_harness, shared_dir, tmp_path
+):
     config = yaml.safe_load((ROOT / "configs" / "swe.yaml").read_text())
     config.update(sources=[{"path": str(shared_dir / "trajectories")}], version="real", seed=7)
     path = tmp_path / "real.yaml"
@@ -79,12 +86,19 @@ def test_the_report_and_its_charts_are_written_and_attached_to_the_prefect_run(b
     assert Path(report["report_html"]) == built / "report.html"
     html = (built / "report.html").read_text()
     charts = sorted(p.name for p in (built / "charts").glob("*.png"))
-    assert charts == ["baselines.png", "gold_positions.png", "lengths.png", "option_lengths.png", "reasons.png"]
+    assert charts == [
+        "baselines.png",
+        "gold_positions.png",
+        "lengths.png",
+        "option_lengths.png",
+        "reasons.png",
+    ]
     for name in charts:
         assert (built / "charts" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"charts/{name}" in html
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["build-report-swe-issue-fix-v0-1-0"])))
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["build-report-swe-issue-fix-v0-1-0"]))
+        )
     ours = [a for a in found if str(built) in str(a.data)]
     assert ours and ours[0].type == "markdown" and "| plan |" in str(ours[0].data)
 
@@ -101,7 +115,9 @@ def test_the_html_report_shows_every_chart_in_headless_chromium(built):
             page.goto((built / "report.html").as_uri())
             page.wait_for_load_state("load")
             images = page.eval_on_selector_all(
-                "img", "els => els.map(e => ({src: e.getAttribute('src'), ok: e.complete, w: e.naturalWidth}))")
+                "img",
+                "els => els.map(e => ({src: e.getAttribute('src'), ok: e.complete, w: e.naturalWidth}))",
+            )
             heading = page.inner_text("h1")
         finally:
             browser.close()

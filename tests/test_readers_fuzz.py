@@ -25,10 +25,42 @@ READERS = discover_readers()
 ROOT = Path(__file__).resolve().parents[1]
 WHERE = Origin("fuzz.jsonl", 7)
 OWN = {"mini_swe_agent", "openhands", "tapeagents", "webdancer", "miroflow", "aptbench_dr", "openai_chat"}
-KEYS = ["messages", "history", "trajectory", "steps", "metadata", "role", "content", "tool_calls", "function",
-        "arguments", "action", "observation", "args", "info", "instance_id", "query", "query_answer", "next_step",
-        "message_history", "final_boxed_answer", "type", "answer", "kind", "task", "result", "text", "id",
-        "trajectory_format", "issue", "success", "resolved", "source", "cause", "tool_call_metadata"]
+KEYS = [
+    "messages",
+    "history",
+    "trajectory",
+    "steps",
+    "metadata",
+    "role",
+    "content",
+    "tool_calls",
+    "function",
+    "arguments",
+    "action",
+    "observation",
+    "args",
+    "info",
+    "instance_id",
+    "query",
+    "query_answer",
+    "next_step",
+    "message_history",
+    "final_boxed_answer",
+    "type",
+    "answer",
+    "kind",
+    "task",
+    "result",
+    "text",
+    "id",
+    "trajectory_format",
+    "issue",
+    "success",
+    "resolved",
+    "source",
+    "cause",
+    "tool_call_metadata",
+]
 SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -39,14 +71,42 @@ def _seeds() -> list[Any]:
 
 SEEDS = _seeds()
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=30) | st.sampled_from(
-    ["mini-swe-agent-1", "mini-swe-agent-1.1", "chatml", "assistant", "user", "tool", "system", "exit", "run",
-     "message", "finish", "question", "search_action", "gaia_answer_action", "<tool_call>{\"name\": 1}</tool_call>",
-     "<use_mcp_tool><tool_name>x</tool_name><arguments>[</arguments>", "[1, 2", "{\"planning\": 3}", "None"])
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True)
+    | st.text(max_size=30)
+    | st.sampled_from(
+        [
+            "mini-swe-agent-1",
+            "mini-swe-agent-1.1",
+            "chatml",
+            "assistant",
+            "user",
+            "tool",
+            "system",
+            "exit",
+            "run",
+            "message",
+            "finish",
+            "question",
+            "search_action",
+            "gaia_answer_action",
+            '<tool_call>{"name": 1}</tool_call>',
+            "<use_mcp_tool><tool_name>x</tool_name><arguments>[</arguments>",
+            "[1, 2",
+            '{"planning": 3}',
+            "None",
+        ]
+    )
+)
 values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=8), inner,
-                                                              max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=8), inner, max_size=5)
+    ),
     max_leaves=25,
 )
 

@@ -27,8 +27,11 @@ def test_a_v1_run_pairs_each_bash_block_with_the_returncode_message_after_it():
     assert t.task.startswith("wordcount.count() ignores words separated by tabs")
     assert "<pr_description>" in t.prompt and t.system_prompt.startswith("You are a helpful assistant")
     assert [s.action.raw if s.action else None for s in t.steps] == [
-        "grep -rn 'def count' .", None, "sed -i \"s/split(' ')/split()/\" wc.py",
-        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"]
+        "grep -rn 'def count' .",
+        None,
+        "sed -i \"s/split(' ')/split()/\" wc.py",
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached",
+    ]
     assert t.steps[0].thought == "Find where count is defined." and t.steps[0].action.tool == "bash"
     assert t.steps[0].observation.startswith("<returncode>0</returncode>")
     # a reply without a bash block gets the format error back as its observation
@@ -53,9 +56,13 @@ def test_submitted_is_not_resolved_a_report_decides_and_an_empty_patch_fails():
     files = [(str(FIX / n), None) for n in ("acme__wordcount-4.traj.json", "acme__wordcount-9.traj.json")]
     result = stages.read_stage(READERS, files)
     verdicts = load_reports([str(FIX / "report.json")])
-    labelled = stages.label_and_keep(result.trajectories, verdicts.by_instance, [], frozenset({"swe"}), True).labelled
+    labelled = stages.label_and_keep(
+        result.trajectories, verdicts.by_instance, [], frozenset({"swe"}), True
+    ).labelled
     assert {t.source.instance_id: (t.outcome.label, t.outcome.reason) for t in labelled} == {
-        "acme__wordcount-4": ("success", "resolved"), "acme__wordcount-9": ("failure", "empty_patch")}
+        "acme__wordcount-4": ("success", "resolved"),
+        "acme__wordcount-9": ("failure", "empty_patch"),
+    }
 
 
 def test_null_messages_and_an_unknown_format_version_are_problems_with_reasons():
@@ -67,10 +74,16 @@ def test_null_messages_and_an_unknown_format_version_are_problems_with_reasons()
 
 
 def test_the_observation_cap_keeps_head_and_tail_and_counts_the_cut():
-    record = {"trajectory_format": "mini-swe-agent-1", "instance_id": "x", "info": {},
-              "messages": [{"role": "user", "content": "fix it"},
-                           {"role": "assistant", "content": "THOUGHT: look\n\n```bash\ncat big\n```"},
-                           {"role": "user", "content": "H" * 500 + "M" * 2000 + "T" * 500}]}
+    record = {
+        "trajectory_format": "mini-swe-agent-1",
+        "instance_id": "x",
+        "info": {},
+        "messages": [
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": "THOUGHT: look\n\n```bash\ncat big\n```"},
+            {"role": "user", "content": "H" * 500 + "M" * 2000 + "T" * 500},
+        ],
+    }
     from extractors.base import Origin
 
     t = MiniSweAgent(max_observation_chars=1000).read(record, Origin("mem.json"))

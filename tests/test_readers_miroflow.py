@@ -18,7 +18,9 @@ def test_mcp_tool_calls_become_actions_and_the_boxed_answer_is_kept_without_a_go
     assert isinstance(t, Trajectory) and t.source.format == "miroflow" and t.kind == "dr"
     assert t.task == "Is Lisbon the capital of Portugal?" and "tool-searching" in t.system_prompt
     assert [(s.action.tool, s.action.args) for s in t.steps[:2]] == [
-        ("google_search", {"q": "capital of Portugal", "num": 5}), ("scrape_website", {"url": "https://example.org/lisbon"})]
+        ("google_search", {"q": "capital of Portugal", "num": 5}),
+        ("scrape_website", {"url": "https://example.org/lisbon"}),
+    ]
     assert t.steps[0].thought == "Plan: search for the capital of Portugal."
     assert "Lisbon is the capital of Portugal." in t.steps[0].observation
     assert t.steps[2].action is None and t.steps[2].thought.startswith("Report:")

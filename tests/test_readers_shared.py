@@ -48,10 +48,19 @@ def test_openhands_outputs_resolver_rows_and_event_lists_are_3_2_and_4_runs(shar
     trajs, problems = _labelled(shared_dir / "trajectories" / "openhands-official")
     assert not problems  # patch.jsonl is a predictions artefact, skipped
     by_file = Counter(t.source.file.rsplit("/", 1)[-1] for t in trajs)
-    assert by_file == {"output.jsonl": 5, "basic.json": 1, "basic_gui_mode.json": 1, "basic_interactions.json": 1,
-                       "wrong_initial_state.json": 1}
+    assert by_file == {
+        "output.jsonl": 5,
+        "basic.json": 1,
+        "basic_gui_mode.json": 1,
+        "basic_interactions.json": 1,
+        "wrong_initial_state.json": 1,
+    }
     labels = Counter((t.outcome.label, t.outcome.signal) for t in trajs)
-    assert labels == {("unknown", "no_verdict"): 6, ("failure", "row:error"): 1, ("success", "row:success"): 2}
+    assert labels == {
+        ("unknown", "no_verdict"): 6,
+        ("failure", "row:error"): 1,
+        ("success", "row:success"): 2,
+    }
     swe = [t for t in trajs if t.kind == "swe"]
     assert len(swe) == 5 and all(t.task and len(t.steps) >= 4 for t in swe)
 
@@ -60,8 +69,15 @@ def test_the_miroflow_log_keeps_its_boxed_answer_and_has_no_gold(shared_dir):
     (t,), problems = _labelled(shared_dir / "trajectories" / "miroflow-task-result")
     assert not problems and t.task == "Is Spain oa country of Europe?" and t.final_answer == "Yes"
     assert [s.action.tool for s in t.steps if s.action] == [
-        "google_search", "scrape_website", "scrape_website", "scrape_website", "google_search", "scrape_website",
-        "wiki_get_page_content", "scrape_website"]
+        "google_search",
+        "scrape_website",
+        "scrape_website",
+        "scrape_website",
+        "google_search",
+        "scrape_website",
+        "wiki_get_page_content",
+        "scrape_website",
+    ]
     assert (t.outcome.label, t.outcome.reason) == ("unknown", "no_gold")
     assert t.meta["observations_truncated"] >= 1 and max(len(s.observation or "") for s in t.steps) < 33_000
 
@@ -69,9 +85,12 @@ def test_the_miroflow_log_keeps_its_boxed_answer_and_has_no_gold(shared_dir):
 def test_the_foundation_folders_keep_their_counts(shared_dir):
     swe_agent, problems = _labelled(shared_dir / "trajectories" / "swe-agent-official")
     assert not problems and Counter((t.source.format, t.outcome.label) for t in swe_agent) == {
-        ("swe_agent_traj", "unknown"): 22}
+        ("swe_agent_traj", "unknown"): 22
+    }
     adp, problems = _labelled(shared_dir / "trajectories" / "adp-hf-swe-samples")
-    assert not problems and Counter((t.source.format, t.outcome.label) for t in adp) == {("swe_rows", "success"): 15}
+    assert not problems and Counter((t.source.format, t.outcome.label) for t in adp) == {
+        ("swe_rows", "success"): 15
+    }
 
 
 def test_aptbench_deep_research_rows_rebuild_into_whole_runs(shared_dir):

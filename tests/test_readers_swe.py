@@ -10,10 +10,9 @@ import pytest
 from extractors.base import Origin
 from extractors.discovery import discover_readers
 from extractors.readers.labels import apply_verdict
-from extractors.readers.records import iter_records
+from extractors.readers.records import Record, find_inputs, iter_records
 from extractors.readers.reports import load_reports, parse_report
 from extractors.readers.sniff import read_file, read_record
-from extractors.readers.records import Record
 from flows import stages
 from schemas import Problem, Trajectory
 
@@ -24,8 +23,9 @@ def _read_all(paths, reports=()):
     files = [(str(p), None) for p in paths]
     result = stages.read_stage(READERS, files)
     verdicts = load_reports([str(r) for r in reports])
-    kept = stages.label_and_keep(result.trajectories, verdicts.by_instance, result.verdicts,
-                                 frozenset({"swe"}), keep_unknown=True)
+    kept = stages.label_and_keep(
+        result.trajectories, verdicts.by_instance, result.verdicts, frozenset({"swe"}), keep_unknown=True
+    )
     return kept.labelled, result.problems
 
 
@@ -53,15 +53,23 @@ def test_a_summary_found_among_the_inputs_decides_labels_too(samples_dir):
 def test_submitted_is_not_success_without_a_report(samples_dir):
     folder = samples_dir / "swe_issue_fix" / "sweagent_v1"
     trajs, _ = _read_all(sorted(folder.rglob("*.traj")))
-    submitted_with_patch = [t for t in trajs if t.meta.get("exit_status") == "submitted" and (t.patch or "").strip()]
+    submitted_with_patch = [
+        t for t in trajs if t.meta.get("exit_status") == "submitted" and (t.patch or "").strip()
+    ]
     assert submitted_with_patch
-    assert all(t.outcome.label == "unknown" and t.outcome.reason == "no_verdict" for t in submitted_with_patch)
+    assert all(
+        t.outcome.label == "unknown" and t.outcome.reason == "no_verdict" for t in submitted_with_patch
+    )
     no_patch = [t for t in trajs if not (t.patch or "").strip()]
-    assert no_patch and all((t.outcome.label, t.outcome.reason) == ("failure", "empty_patch") for t in no_patch)
+    assert no_patch and all(
+        (t.outcome.label, t.outcome.reason) == ("failure", "empty_patch") for t in no_patch
+    )
 
 
 def test_a_v1_function_calling_run_keeps_tool_names_args_and_the_task(samples_dir):
-    path = samples_dir / "swe_issue_fix" / "sweagent_v1" / "tinycalc__tinycalc-12" / "tinycalc__tinycalc-12.traj"
+    path = (
+        samples_dir / "swe_issue_fix" / "sweagent_v1" / "tinycalc__tinycalc-12" / "tinycalc__tinycalc-12.traj"
+    )
     (traj,) = [t for t in read_file(READERS, str(path)) if isinstance(t, Trajectory)]
     assert traj.source.format == "swe_agent_traj" and traj.source.agent.startswith("swe-agent 1")
     assert "<pr_description>" not in traj.task and traj.task
@@ -73,7 +81,7 @@ def test_a_v1_function_calling_run_keeps_tool_names_args_and_the_task(samples_di
 
 def test_a_v0_run_skips_the_demonstration_and_reads_the_real_task(samples_dir):
     folder = samples_dir / "swe_issue_fix" / "sweagent_v0"
-    trajs, problems = _read_all(sorted(folder.glob("*.traj")), [folder / "report.json"])
+    trajs, _problems = _read_all(sorted(folder.glob("*.traj")), [folder / "report.json"])
     (traj,) = trajs
     raw = json.loads(next(folder.glob("*.traj")).read_text())
     demo = next(m for m in raw["history"] if m.get("is_demo"))
@@ -83,7 +91,7 @@ def test_a_v0_run_skips_the_demonstration_and_reads_the_real_task(samples_dir):
 
 def test_row_formats_carry_their_own_verdicts(samples_dir):
     folder = samples_dir / "swe_issue_fix"
-    trajs, problems = _read_all([folder / "swesmith_rows.jsonl", folder / "nebius_row.json"])
+    trajs, _problems = _read_all([folder / "swesmith_rows.jsonl", folder / "nebius_row.json"])
     assert [t.outcome.label for t in trajs] == ["success", "success", "failure", "success"]
     assert {t.outcome.signal for t in trajs} == {"row:resolved", "row:target"}
     assert all(t.steps and t.steps[0].action for t in trajs)
@@ -143,7 +151,9 @@ def test_a_more_specific_report_wins_over_a_summary(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps({"resolved_ids": [], "unresolved_ids": ["z__z-1"]}))
     logs = tmp_path / "logs" / "z__z-1"
     logs.mkdir(parents=True)
-    (logs / "report.json").write_text(json.dumps({"z__z-1": {"resolved": True, "patch_exists": True, "tests_status": {}}}))
+    (logs / "report.json").write_text(
+        json.dumps({"z__z-1": {"resolved": True, "patch_exists": True, "tests_status": {}}})
+    )
     verdicts = load_reports([str(tmp_path)])
     assert verdicts.by_instance["z__z-1"].resolved is True
 
@@ -155,8 +165,11 @@ def test_an_empty_report_file_is_a_warning_not_a_verdict(tmp_path):
 
 
 def test_labels_prefer_the_harness_over_the_row(samples_dir):
-    (traj,) = [t for t in read_file(READERS, str(samples_dir / "swe_issue_fix" / "nebius_row.json"))
-               if isinstance(t, Trajectory)]
+    (traj,) = [
+        t
+        for t in read_file(READERS, str(samples_dir / "swe_issue_fix" / "nebius_row.json"))
+        if isinstance(t, Trajectory)
+    ]
     from extractors.readers.reports import RunVerdict
 
     verdict = RunVerdict(traj.source.instance_id, False, "unresolved", "report.json:resolved", 2)
@@ -170,3 +183,30 @@ def test_directories_are_searched_recursively(samples_dir):
     found = find_inputs([samples_dir / "swe_issue_fix"])
     assert any(p.name == "tinycalc__tinycalc-12.traj" for p in found)
     assert all(isinstance(p, Path) for p in found)
+
+
+def test_ids_do_not_depend_on_where_the_inputs_live(samples_dir, tmp_path):
+    """Trajectory (hence item) ids derive from the path below the input root, so a moved checkout keeps them."""
+    import shutil
+
+    a, b = tmp_path / "a" / "runs", tmp_path / "elsewhere" / "deeper" / "copy"
+    for dest in (a, b):
+        shutil.copytree(samples_dir / "swe_issue_fix", dest)
+
+    def ids(root):
+        files = [(str(p), None, str(root)) for p in find_inputs([root])]
+        return sorted(t.trajectory_id for t in stages.read_stage(READERS, files).trajectories)
+
+    assert ids(a) == ids(b) and len(set(ids(a))) == len(ids(a)) > 5
+
+
+def test_same_named_runs_in_different_folders_keep_different_ids(tmp_path, samples_dir):
+    src = (
+        samples_dir / "swe_issue_fix" / "sweagent_v1" / "tinycalc__tinycalc-12" / "tinycalc__tinycalc-12.traj"
+    )
+    for sub in ("run1", "run2"):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / src.name).write_bytes(src.read_bytes())
+    files = [(str(p), None, str(tmp_path)) for p in find_inputs([tmp_path])]
+    trajs = stages.read_stage(READERS, files).trajectories
+    assert len({t.trajectory_id for t in trajs}) == 2

@@ -19,7 +19,10 @@ def test_think_tool_call_and_tool_response_become_one_step_and_the_answer_is_mat
     assert first.task == "Which river flows through the city of Passau besides the Danube and the Inn?"
     step = first.steps[0]
     assert step.thought == "Passau is known as the city of three rivers."
-    assert (step.action.tool, step.action.args) == ("search", {"query": ["Passau three rivers", "Passau Ilz"]})
+    assert (step.action.tool, step.action.args) == (
+        "search",
+        {"query": ["Passau three rivers", "Passau Ilz"]},
+    )
     assert step.observation.startswith("A Google search for 'Passau three rivers'")
     assert first.steps[-1].action is None and first.steps[-1].thought == "The third river is the Ilz."
     assert (first.final_answer, first.gold_answer) == ("The Ilz river.", "Ilz")

@@ -57,7 +57,9 @@ def test_a_secret_is_found_without_detect_secrets_too():
 
 
 def test_the_key_of_a_key_value_line_is_kept_and_only_the_value_replaced():
-    out = _redact(f"export AWS_ACCESS_KEY_ID={FAKE_SECRETS['aws_access_key_id']}\nDB_PASSWORD='{FAKE_SECRETS['password']}'")
+    out = _redact(
+        f"export AWS_ACCESS_KEY_ID={FAKE_SECRETS['aws_access_key_id']}\nDB_PASSWORD='{FAKE_SECRETS['password']}'"
+    )
     assert out == "export AWS_ACCESS_KEY_ID=<REDACTED:aws_access_key_id>\nDB_PASSWORD='<REDACTED:password>'"
 
 
@@ -68,7 +70,9 @@ def test_the_same_secret_reads_the_same_everywhere_even_where_no_pattern_sees_it
     assert Scanner().spans(texts[1]) == []  # alone, the second text looks harmless
     redactor.learn(texts)
     assert [redactor.redact(t).text for t in texts] == [
-        "DB_PASSWORD=<REDACTED:password>", "mysql -h db -u app --pass <REDACTED:password> -e 'select 1'"]
+        "DB_PASSWORD=<REDACTED:password>",
+        "mysql -h db -u app --pass <REDACTED:password> -e 'select 1'",
+    ]
 
 
 def test_a_weak_password_is_redacted_where_assigned_but_not_in_every_command():
@@ -99,8 +103,11 @@ def test_a_keyword_value_with_backslashes_in_json_text_is_redacted_without_break
 def test_a_detect_secrets_value_is_widened_to_its_token_but_never_into_a_key_or_an_escape():
     line = 'TOKEN=ghp_x + "ab12cd34\\" \\nghp_y'
     spans = list(Scanner._locate(line, 100, "secret", "ab12cd34\\"))
-    assert [line[s.start - 100: s.end - 100] for s in spans] == ["ab12cd34"]
-    assert [line[s.start - 100: s.end - 100] for s in Scanner._locate(line, 100, "github_token", "ghp")] == ["ghp_x", "ghp_y"]
+    assert [line[s.start - 100 : s.end - 100] for s in spans] == ["ab12cd34"]
+    assert [line[s.start - 100 : s.end - 100] for s in Scanner._locate(line, 100, "github_token", "ghp")] == [
+        "ghp_x",
+        "ghp_y",
+    ]
 
 
 class _SplittingScanner(Scanner):
@@ -112,20 +119,41 @@ class _SplittingScanner(Scanner):
 
 
 def test_a_question_whose_json_context_redaction_would_break_is_refused_not_shipped():
-    q = Question(item_id="i", scenario="swe_issue_fix", task="action", form="completion", trajectory_id="t",
-                 step_index=1, fields={"trajs": json.dumps(["line one\nline two"])}, gold="ls",
-                 provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"))
+    q = Question(
+        item_id="i",
+        scenario="swe_issue_fix",
+        task="action",
+        form="completion",
+        trajectory_id="t",
+        step_index=1,
+        fields={"trajs": json.dumps(["line one\nline two"])},
+        gold="ls",
+        provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"),
+    )
     kept, _, refused = redact_questions([q], Redactor(_SplittingScanner()))
-    assert kept == [] and [(p.where, p.reason, p.severity) for p in refused] == [("i", "redaction_broke_json", "error")]
+    assert kept == [] and [(p.where, p.reason, p.severity) for p in refused] == [
+        ("i", "redaction_broke_json", "error")
+    ]
 
 
-@pytest.mark.parametrize("line", [
-    "token = tokenize(source)", 'password = os.environ["PASSWORD"]', "api_key: str | None = None",
-    "export OPENAI_API_KEY=$OPENAI_API_KEY", "password='password'", "max_tokens=4000",
-    "GITHUB_TOKEN=<REDACTED:github_token>", "git checkout 3f9a2c1e8be04d71c21f5e90aa11bb22cc33dd44",
-    "id = '9f1c2e4a-7b3d-4c5e-8f6a-0b1c2d3e4f5a'", "sk-learn is not a key", "PWD=/testbed/tinycalc",
-    "secret_key: ${{ secrets.SECRET_KEY }}", "https://user:<REDACTED:url_password>@example.org/x",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "token = tokenize(source)",
+        'password = os.environ["PASSWORD"]',
+        "api_key: str | None = None",
+        "export OPENAI_API_KEY=$OPENAI_API_KEY",
+        "password='password'",
+        "max_tokens=4000",
+        "GITHUB_TOKEN=<REDACTED:github_token>",
+        "git checkout 3f9a2c1e8be04d71c21f5e90aa11bb22cc33dd44",
+        "id = '9f1c2e4a-7b3d-4c5e-8f6a-0b1c2d3e4f5a'",
+        "sk-learn is not a key",
+        "PWD=/testbed/tinycalc",
+        "secret_key: ${{ secrets.SECRET_KEY }}",
+        "https://user:<REDACTED:url_password>@example.org/x",
+    ],
+)
 def test_code_placeholders_and_ids_are_not_taken_for_secrets(line):
     assert Scanner().spans(line) == []
 
@@ -138,9 +166,18 @@ def test_emails_and_phones_are_redacted_only_when_the_config_asks():
 
 
 def test_publish_guard_refuses_rows_with_a_secret_and_names_kind_and_place_only():
-    rows = [{"item_id": "i1", "trajs": f"token {FAKE_SECRETS['github_token']}", "options": ["a", FAKE_SECRETS["jwt"]]}]
+    rows = [
+        {
+            "item_id": "i1",
+            "trajs": f"token {FAKE_SECRETS['github_token']}",
+            "options": ["a", FAKE_SECRETS["jwt"]],
+        }
+    ]
     findings = scan_rows(rows)
-    assert {(f.kind, f.where, f.field) for f in findings} == {("github_token", "i1", "trajs"), ("jwt", "i1", "options")}
+    assert {(f.kind, f.where, f.field) for f in findings} == {
+        ("github_token", "i1", "trajs"),
+        ("jwt", "i1", "options"),
+    }
     with pytest.raises(SecretsFound) as err:
         assert_clean(rows)
     assert "github_token" in str(err.value) and FAKE_SECRETS["github_token"] not in str(err.value)
@@ -152,24 +189,46 @@ def test_publish_guard_refuses_rows_with_a_secret_and_names_kind_and_place_only(
 
 
 def test_problem_details_that_quote_a_secret_are_redacted():
-    problem = Problem(where="in/tokens.json", stage="read", reason="unknown_format",
-                      detail=f"no reader recognises this record (top-level: {FAKE_SECRETS['github_pat']}, x)")
+    problem = Problem(
+        where="in/tokens.json",
+        stage="read",
+        reason="unknown_format",
+        detail=f"no reader recognises this record (top-level: {FAKE_SECRETS['github_pat']}, x)",
+    )
     (out,) = redact_problems([problem], Redactor())
     assert FAKE_SECRETS["github_pat"] not in out.detail and "<REDACTED:github_token>" in out.detail
 
 
 def test_redaction_keeps_the_gold_among_the_options():
     clone = f"git clone https://deploy:{FAKE_SECRETS['url_password']}@git.acme.dev/x.git"
-    q = Question(item_id="i", scenario="swe_issue_fix", task="plan", form="mcq", trajectory_id="t", step_index=1,
-                 fields={"trajs": json.dumps([{"role": "tool", "content": env_dump()}])}, gold=clone,
-                 options=("ls", clone, "pytest -q", "cat setup.py"), gold_index=1,
-                 provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"))
+    q = Question(
+        item_id="i",
+        scenario="swe_issue_fix",
+        task="plan",
+        form="mcq",
+        trajectory_id="t",
+        step_index=1,
+        fields={"trajs": json.dumps([{"role": "tool", "content": env_dump()}])},
+        gold=clone,
+        options=("ls", clone, "pytest -q", "cat setup.py"),
+        gold_index=1,
+        provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"),
+    )
     (red,), counts, refused = redact_questions([q], Redactor())
-    assert red.options[red.gold_index] == red.gold == "git clone https://deploy:<REDACTED:url_password>@git.acme.dev/x.git"
-    assert refused == [] and counts["url_password"] >= 2 and not [s for s in FAKE_SECRETS.values() if s in red.model_dump_json()]
+    assert (
+        red.options[red.gold_index]
+        == red.gold
+        == "git clone https://deploy:<REDACTED:url_password>@git.acme.dev/x.git"
+    )
+    assert (
+        refused == []
+        and counts["url_password"] >= 2
+        and not [s for s in FAKE_SECRETS.values() if s in red.model_dump_json()]
+    )
 
 
 # --- a real build with planted secrets -------------------------------------------------------------
+
 
 def _inputs(root: Path) -> Path:
     """Planted run + harness summary, a copy of the run in another folder, the run as a SWE-smith row,
@@ -182,7 +241,9 @@ def _inputs(root: Path) -> Path:
     (inputs / "smith").mkdir()
     (inputs / "smith" / "rows.jsonl").write_text(json.dumps(as_swesmith_row(data)) + "\n")
     (inputs / "junk").mkdir()
-    (inputs / "junk" / "tokens.json").write_text(json.dumps({FAKE_SECRETS["github_pat"]: "ci", FAKE_SECRETS["huggingface_token"]: "hub"}))
+    (inputs / "junk" / "tokens.json").write_text(
+        json.dumps({FAKE_SECRETS["github_pat"]: "ci", FAKE_SECRETS["huggingface_token"]: "hub"})
+    )
     return inputs
 
 
@@ -217,7 +278,8 @@ def planted_build(prefect_harness, tmp_path_factory):
     _inputs(root)
     (root / "build.yaml").write_text(
         "scenario: swe_issue_fix\nversion: v-secrets\nsources: [inputs]\nseed: 11\nout_dir: out\n"
-        "tasks: {plan: {max_items_per_trajectory: 50}, action: {max_items_per_trajectory: 50}}\n")
+        "tasks: {plan: {max_items_per_trajectory: 50}, action: {max_items_per_trajectory: 50}}\n"
+    )
     capture = _Capture()
     loggers = [logging.getLogger(), logging.getLogger("prefect")]
     for lg in loggers:
@@ -234,10 +296,16 @@ def planted_build(prefect_harness, tmp_path_factory):
 def test_no_planted_secret_reaches_any_output_file_or_log(planted_build, capfd):
     out, _, logs = planted_build
     texts = _texts_of(out)
-    assert any(p.endswith("plan.parquet") for p in texts) and any(p.endswith("quarantine.jsonl") for p in texts)
+    assert any(p.endswith("plan.parquet") for p in texts) and any(
+        p.endswith("quarantine.jsonl") for p in texts
+    )
     assert any(p.endswith(".sqlite") for p in texts), "the review queue is an output too"
-    leaks = {(Path(p).name, k) for p, text in texts.items() for k, s in FAKE_SECRETS.items()
-             if any(part in text for part in s.split("\n"))}
+    leaks = {
+        (Path(p).name, k)
+        for p, text in texts.items()
+        for k, s in FAKE_SECRETS.items()
+        if any(part in text for part in s.split("\n"))
+    }
     assert leaks == set()
     captured = capfd.readouterr()
     assert not [k for k, s in FAKE_SECRETS.items() if s in "\n".join(logs) + captured.out + captured.err]
@@ -247,11 +315,18 @@ def test_no_planted_secret_reaches_any_output_file_or_log(planted_build, capfd):
 def test_each_planted_secret_shows_up_redacted_with_its_typed_placeholder(planted_build):
     out, report, _ = planted_build
     version = out / "swe_issue_fix" / "v-secrets"
-    rows = [r for t in ("plan", "action") for r in pq.read_table(version / "candidates" / f"{t}.parquet").to_pylist()]
+    rows = [
+        r
+        for t in ("plan", "action")
+        for r in pq.read_table(version / "candidates" / f"{t}.parquet").to_pylist()
+    ]
     shown = json.dumps(rows)
     assert {k for k, kind in PLACEHOLDER_KIND.items() if placeholder(kind) not in shown} == set()
     golds = {r["answer"] for r in rows if r["task"] == "action"}
-    assert "git clone https://deploy:<REDACTED:url_password>@git.acme.dev/tinycalc.git /tmp/tinycalc-ref" in golds
+    assert (
+        "git clone https://deploy:<REDACTED:url_password>@git.acme.dev/tinycalc.git /tmp/tinycalc-ref"
+        in golds
+    )
     secrets = report["secrets"]
     assert set(PLACEHOLDER_KIND.values()) <= set(secrets["redacted_in_trajectories"])
     assert secrets["items_with_redactions"] == len([r for r in rows if "<REDACTED:" in json.dumps(r)])
@@ -266,8 +341,14 @@ def test_each_planted_secret_shows_up_redacted_with_its_typed_placeholder(plante
 def test_the_copied_run_yields_one_set_of_items_and_a_dedup_count(planted_build):
     out, report, _ = planted_build
     version = out / "swe_issue_fix" / "v-secrets"
-    rows = [r for t in ("plan", "action") for r in pq.read_table(version / "candidates" / f"{t}.parquet").to_pylist()]
-    assert len({r["trajectory_id"] for r in rows}) == 1 and {r["source_format"] for r in rows} == {"swe_agent_traj"}
+    rows = [
+        r
+        for t in ("plan", "action")
+        for r in pq.read_table(version / "candidates" / f"{t}.parquet").to_pylist()
+    ]
+    assert len({r["trajectory_id"] for r in rows}) == 1 and {r["source_format"] for r in rows} == {
+        "swe_agent_traj"
+    }
     assert report["dedup"]["trajectories"] == 2 and report["dropped_by_reason"]["duplicate_trajectory"] == 2
     quarantine = [json.loads(line) for line in (version / "quarantine.jsonl").read_text().splitlines()]
     copies = [q for q in quarantine if q["stage"] == "dedup" and q["reason"] == "duplicate_trajectory"]

@@ -581,6 +581,13 @@ def test_models_are_listed_for_openai_compatible_clients(server: LLMStandInServe
 def test_the_distractor_responder_writes_the_requested_count_in_the_gold_shape() -> None:
     plan = {"messages": [{"role": "user", "content": "Write exactly 5 ... <correct>I need to x</correct>"}]}
     items = json.loads(distractor_responder(OPENAI, plan))["distractors"]
-    assert len(items) == 5 and len({i["text"] for i in items}) == 5 and all(i["text"].startswith("I need to") for i in items)
+    assert (
+        len(items) == 5
+        and len({i["text"] for i in items}) == 5
+        and all(i["text"].startswith("I need to") for i in items)
+    )
     step = {"messages": [{"role": "user", "content": 'exactly 2 <correct>{"planning": "p"}</correct>'}]}
-    assert all("execution" in json.loads(i["text"]) for i in json.loads(distractor_responder(OPENAI, step))["distractors"])
+    assert all(
+        "execution" in json.loads(i["text"])
+        for i in json.loads(distractor_responder(OPENAI, step))["distractors"]
+    )

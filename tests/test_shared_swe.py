@@ -12,7 +12,9 @@ from flows import stages
 def _labelled(folder):
     files = [(str(p), None) for p in find_inputs([folder])]
     result = stages.read_stage(discover_readers(), files)
-    kept = stages.label_and_keep(result.trajectories, {}, result.verdicts, frozenset({"swe"}), keep_unknown=True)
+    kept = stages.label_and_keep(
+        result.trajectories, {}, result.verdicts, frozenset({"swe"}), keep_unknown=True
+    )
     return kept.labelled, result.problems
 
 

@@ -43,7 +43,9 @@ def parse_tokens(spec: str) -> dict[str, str]:
         name, sep, token = entry.partition(":")
         name, token = name.strip(), token.strip()
         if not sep or not NAME.match(name):
-            raise ValueError(f"review token entry #{pos + 1}: expected `name:token` with a plain reviewer name")
+            raise ValueError(
+                f"review token entry #{pos + 1}: expected `name:token` with a plain reviewer name"
+            )
         if len(token) < 8:
             raise ValueError(f"review token of {name!r}: at least 8 characters are required")
         if name in out or token in seen:
@@ -70,8 +72,10 @@ def check_binding(host: str, tokens: Mapping[str, str]) -> None:
         ValueError: `host` is not loopback and no tokens are configured.
     """
     if not tokens and not is_loopback(host):
-        raise ValueError(f"the review app listens on {host}, beyond loopback: reviewer tokens are required "
-                         "(set APTFORGE_REVIEW_TOKENS='name:token,...')")
+        raise ValueError(
+            f"the review app listens on {host}, beyond loopback: reviewer tokens are required "
+            "(set APTFORGE_REVIEW_TOKENS='name:token,...')"
+        )
 
 
 class Auth:

@@ -29,8 +29,10 @@ from annotations.records import Conflict, ItemRow, QueueError
 from annotations.rules import revised
 
 HERE = Path(__file__).parent
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -84,8 +86,11 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
     @app.exception_handler(NotLoggedIn)
     async def not_logged_in(request: Request, exc: NotLoggedIn) -> Response:
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"error": "unauthorized", "message": "a reviewer token is required"},
-                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            return JSONResponse(
+                {"error": "unauthorized", "message": "a reviewer token is required"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         return RedirectResponse("/login", status_code=303)
 
     def me(request: Request) -> str:
@@ -105,7 +110,9 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
             view = queue.get(item_id)
         except QueueError as exc:
             return page(request, "error.html", 404, error=str(exc))
-        return page(request, "item.html", status, **item_context(view, reviewer, filters_of(request), **extra))
+        return page(
+            request, "item.html", status, **item_context(view, reviewer, filters_of(request), **extra)
+        )
 
     @app.get("/healthz")
     def healthz() -> dict[str, bool]:
@@ -120,14 +127,22 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
         return page(request, "login.html", open_mode=auth.open, error="")
 
     @app.post("/login")
-    def login(request: Request, name: Annotated[str, Form()] = "", token: Annotated[str, Form()] = "") -> Response:
+    def login(
+        request: Request, name: Annotated[str, Form()] = "", token: Annotated[str, Form()] = ""
+    ) -> Response:
         value = auth.login_value(name.strip(), token.strip())
         if value is None:
             error = "Unknown token." if not auth.open else "Use a plain name (letters, digits, . _ @ -)."
             return page(request, "login.html", 401, open_mode=auth.open, error=error, reviewer=None)
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE, value, httponly=True, samesite="strict", secure=request.url.scheme == "https",
-                            max_age=7 * 24 * 3600)
+        response.set_cookie(
+            COOKIE,
+            value,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            max_age=7 * 24 * 3600,
+        )
         return response
 
     @app.post("/logout")
@@ -146,9 +161,20 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
         rows = queue.items(**query, unreviewed_by=todo, limit=page_size, offset=(start - 1) * page_size)
         total = queue.count(**query, unreviewed_by=todo)
         agreement = task_agreement(queue.reviews())
-        return page(request, "list.html", rows=rows, total=total, page_no=start, pages=max(1, -(-total // page_size)),
-                    facets=queue.facets(), filters=f, qs=urlencode(f), agreement=agreement,
-                    required=queue.reviews_per_item, filter_names=FILTERS)
+        return page(
+            request,
+            "list.html",
+            rows=rows,
+            total=total,
+            page_no=start,
+            pages=max(1, -(-total // page_size)),
+            facets=queue.facets(),
+            filters=f,
+            qs=urlencode(f),
+            agreement=agreement,
+            required=queue.reviews_per_item,
+            filter_names=FILTERS,
+        )
 
     @app.get("/next")
     def next_item(request: Request) -> Response:
@@ -165,50 +191,105 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
         return show_item(request, item_id)
 
     @app.post("/items/{item_id}/decision")
-    def decide(request: Request, item_id: str, decision: Annotated[str, Form()], rev: Annotated[int, Form()],
-               content_hash: Annotated[str, Form()] = "", note: Annotated[str, Form()] = "") -> Response:
+    def decide(
+        request: Request,
+        item_id: str,
+        decision: Annotated[str, Form()],
+        rev: Annotated[int, Form()],
+        content_hash: Annotated[str, Form()] = "",
+        note: Annotated[str, Form()] = "",
+    ) -> Response:
         reviewer = me(request)
         if decision.strip().lower().startswith("reject") and not note.strip():
             return show_item(request, item_id, 422, error="A rejection needs a note saying why.", note=note)
         try:
-            queue.decide(item_id, reviewer, decision, expected_rev=rev, seen_hash=content_hash or None,
-                         note=note.strip(), origin="app")
+            queue.decide(
+                item_id,
+                reviewer,
+                decision,
+                expected_rev=rev,
+                seen_hash=content_hash or None,
+                note=note.strip(),
+                origin="app",
+            )
         except Conflict as exc:
             return show_item(request, item_id, 409, conflict=str(exc), note=note)
         except QueueError as exc:
-            return show_item(request, item_id, 404 if exc.reason == "unknown_item" else 400, error=str(exc), note=note)
-        return RedirectResponse("/next?" + urlencode({**filters_of(request), "msg": "saved"}), status_code=303)
+            return show_item(
+                request, item_id, 404 if exc.reason == "unknown_item" else 400, error=str(exc), note=note
+            )
+        return RedirectResponse(
+            "/next?" + urlencode({**filters_of(request), "msg": "saved"}), status_code=303
+        )
 
     @app.post("/items/{item_id}/edit")
-    def edit(request: Request, item_id: str, rev: Annotated[int, Form()], content_hash: Annotated[str, Form()] = "",
-             note: Annotated[str, Form()] = "", option: Annotated[list[str] | None, Form()] = None,
-             gold_index: Annotated[int | None, Form()] = None, gold: Annotated[str | None, Form()] = None) -> Response:
+    def edit(
+        request: Request,
+        item_id: str,
+        rev: Annotated[int, Form()],
+        content_hash: Annotated[str, Form()] = "",
+        note: Annotated[str, Form()] = "",
+        option: Annotated[list[str] | None, Form()] = None,
+        gold_index: Annotated[int | None, Form()] = None,
+        gold: Annotated[str | None, Form()] = None,
+    ) -> Response:
         reviewer = me(request)
         try:
             current = queue.get(item_id).question
             edited = revised(current, reviewer, options=option, gold_index=gold_index, gold=gold)
-            queue.edit(item_id, reviewer, edited, expected_rev=rev, seen_hash=content_hash or None,
-                       note=note.strip(), origin="app")
+            queue.edit(
+                item_id,
+                reviewer,
+                edited,
+                expected_rev=rev,
+                seen_hash=content_hash or None,
+                note=note.strip(),
+                origin="app",
+            )
         except Conflict as exc:
             return show_item(request, item_id, 409, conflict=str(exc), note=note)
         except QueueError as exc:
-            return show_item(request, item_id, 404 if exc.reason == "unknown_item" else 422, error=str(exc), note=note)
-        return RedirectResponse("/next?" + urlencode({**filters_of(request), "msg": "edited"}), status_code=303)
+            return show_item(
+                request, item_id, 404 if exc.reason == "unknown_item" else 422, error=str(exc), note=note
+            )
+        return RedirectResponse(
+            "/next?" + urlencode({**filters_of(request), "msg": "edited"}), status_code=303
+        )
 
     @app.get("/agreement")
     def agreement(request: Request) -> Response:
         me(request)
-        return page(request, "agreement.html", agreement=task_agreement(queue.reviews()),
-                    required=queue.reviews_per_item, facets=queue.facets())
+        return page(
+            request,
+            "agreement.html",
+            agreement=task_agreement(queue.reviews()),
+            required=queue.reviews_per_item,
+            facets=queue.facets(),
+        )
 
     @app.get("/api/items")
-    def api_items(request: Request, task: str | None = None, status: str | None = None, source: str | None = None,
-                  scenario: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    def api_items(
+        request: Request,
+        task: str | None = None,
+        status: str | None = None,
+        source: str | None = None,
+        scenario: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> dict[str, Any]:
         me(request)
-        rows = queue.items(task=task, status=status, source=source, scenario=scenario,
-                           limit=min(max(limit, 1), 1000), offset=max(offset, 0))
-        return {"items": [_row_json(r) for r in rows],
-                "total": queue.count(task=task, status=status, source=source, scenario=scenario)}
+        rows = queue.items(
+            task=task,
+            status=status,
+            source=source,
+            scenario=scenario,
+            limit=min(max(limit, 1), 1000),
+            offset=max(offset, 0),
+        )
+        return {
+            "items": [_row_json(r) for r in rows],
+            "total": queue.count(task=task, status=status, source=source, scenario=scenario),
+        }
 
     @app.get("/api/items/{item_id}")
     def api_item(request: Request, item_id: str) -> Response:
@@ -217,20 +298,29 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
             view = queue.get(item_id)
         except QueueError as exc:
             return JSONResponse({"error": exc.reason, "message": str(exc)}, status_code=404)
-        return JSONResponse({"item": _row_json(view.row), "question": view.question.model_dump(mode="json"),
-                             "reviews": [r.__dict__ for r in view.reviews]})
+        return JSONResponse(
+            {
+                "item": _row_json(view.row),
+                "question": view.question.model_dump(mode="json"),
+                "reviews": [r.__dict__ for r in view.reviews],
+            }
+        )
 
     @app.post("/api/items/{item_id}/decision")
     def api_decide(request: Request, item_id: str, body: DecisionIn) -> Response:
         reviewer = me(request)
         if body.decision.strip().lower().startswith("reject") and not body.note.strip():
-            return JSONResponse({"error": "note_required", "message": "a rejection needs a note"}, status_code=422)
+            return JSONResponse(
+                {"error": "note_required", "message": "a rejection needs a note"}, status_code=422
+            )
         try:
-            row = queue.decide(item_id, reviewer, body.decision, expected_rev=body.rev, note=body.note.strip(),
-                               origin="api")
+            row = queue.decide(
+                item_id, reviewer, body.decision, expected_rev=body.rev, note=body.note.strip(), origin="api"
+            )
         except Conflict as exc:
-            return JSONResponse({"error": "conflict", "message": str(exc), "current_rev": exc.current_rev},
-                                status_code=409)
+            return JSONResponse(
+                {"error": "conflict", "message": str(exc), "current_rev": exc.current_rev}, status_code=409
+            )
         except QueueError as exc:
             code = 404 if exc.reason == "unknown_item" else 422
             return JSONResponse({"error": exc.reason, "message": str(exc)}, status_code=code)

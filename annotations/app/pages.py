@@ -55,12 +55,26 @@ def options_of(question: Any) -> list[OptionView]:
     if question.form != "mcq":
         return []
     origins = {d.text: d.origin for d in question.distractors}
-    return [OptionView(LETTERS[i], text, i == question.gold_index, "gold" if i == question.gold_index
-                       else origins.get(text, "")) for i, text in enumerate(question.options)]
+    return [
+        OptionView(
+            LETTERS[i],
+            text,
+            i == question.gold_index,
+            "gold" if i == question.gold_index else origins.get(text, ""),
+        )
+        for i, text in enumerate(question.options)
+    ]
 
 
-def item_context(view: ItemView, reviewer: str, filters: dict[str, str], *, error: str = "", conflict: str = "",
-                 note: str = "") -> dict[str, Any]:
+def item_context(
+    view: ItemView,
+    reviewer: str,
+    filters: dict[str, str],
+    *,
+    error: str = "",
+    conflict: str = "",
+    note: str = "",
+) -> dict[str, Any]:
     """Template context of the item page."""
     q, row = view.question, view.row
     mine = view.review_by(reviewer)
@@ -79,9 +93,13 @@ def item_context(view: ItemView, reviewer: str, filters: dict[str, str], *, erro
         "original": original if row.version != 0 and original else None,
         "original_options": options_of(original.question) if original and row.version != 0 else [],
         "source_line": f"{p.source_file}:{p.source_line}" if p.source_line else p.source_file,
-        "provenance": {"agent": p.agent, "agent model": p.agent_model, "outcome signal": p.outcome_signal,
-                       "generator": f"{p.generator} v{p.generator_version}" if p.generator else "-",
-                       "extractor": f"{p.extractor} v{p.extractor_version}"},
+        "provenance": {
+            "agent": p.agent,
+            "agent model": p.agent_model,
+            "outcome signal": p.outcome_signal,
+            "generator": f"{p.generator} v{p.generator_version}" if p.generator else "-",
+            "extractor": f"{p.extractor} v{p.extractor_version}",
+        },
         "filters": filters,
         "qs": urlencode(filters),
         "error": error,

@@ -20,8 +20,14 @@ from annotations.app.main import create_app
 from annotations.queue import Queue
 
 
-def serve(queue: Queue, *, host: str = "127.0.0.1", port: int = 8765, tokens: dict[str, str] | None = None,
-          log_level: str = "warning") -> None:
+def serve(
+    queue: Queue,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    tokens: dict[str, str] | None = None,
+    log_level: str = "warning",
+) -> None:
     """Serve the review app until interrupted.
 
     Raises:
@@ -30,8 +36,14 @@ def serve(queue: Queue, *, host: str = "127.0.0.1", port: int = 8765, tokens: di
     import uvicorn
 
     check_binding(host, tokens or {})
-    uvicorn.run(create_app(queue, tokens=tokens), host=host, port=port, log_level=log_level, access_log=False,
-                server_header=False)
+    uvicorn.run(
+        create_app(queue, tokens=tokens),
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        server_header=False,
+    )
 
 
 @contextmanager
@@ -44,7 +56,9 @@ def running(app: Any, host: str = "127.0.0.1", port: int = 0, startup_timeout: f
     sock.bind((host, port))
     bound = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, server_header=False))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="aptforge-review", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="aptforge-review", daemon=True
+    )
     thread.start()
     deadline = time.monotonic() + startup_timeout
     while not server.started:

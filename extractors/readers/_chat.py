@@ -138,7 +138,11 @@ def text_calls(content: str) -> tuple[str, list[Call]]:
         for m in mcp:
             parts = {k: (p.group(1) if (p := rx.search(m.group(1))) else "") for k, rx in _TAG.items()}
             args = jsonish(parts["arguments"])
-            args = args if isinstance(args, dict) else ({} if not parts["arguments"] else {"input": parts["arguments"]})
+            args = (
+                args
+                if isinstance(args, dict)
+                else ({} if not parts["arguments"] else {"input": parts["arguments"]})
+            )
             calls.append(Call(parts["tool_name"] or "unknown_tool", args, m.group(0).strip()))
         return _thought(content[: mcp[0].start()]), calls
     parsed = parse_text_call(content)
@@ -151,7 +155,7 @@ def text_calls(content: str) -> tuple[str, list[Call]]:
 def _thought(prefix: str) -> str:
     think = _THINK.search(prefix)
     if think:
-        rest = (prefix[: think.start()] + prefix[think.end():]).strip()
+        rest = (prefix[: think.start()] + prefix[think.end() :]).strip()
         return (think.group(1).strip() + ("\n\n" + rest if rest else "")).strip()
     return prefix.strip()
 
@@ -196,8 +200,14 @@ class StepBuilder:
             return
         idx = self._by_call.get(call_id, -1) if call_id else -1
         if idx == -1 and not call_id:
-            idx = next((i for i in range(len(self._steps) - 1, -1, -1)
-                        if self._steps[i]["call"] is not None and self._steps[i]["obs"] is None), len(self._steps) - 1)
+            idx = next(
+                (
+                    i
+                    for i in range(len(self._steps) - 1, -1, -1)
+                    if self._steps[i]["call"] is not None and self._steps[i]["obs"] is None
+                ),
+                len(self._steps) - 1,
+            )
         step = self._steps[idx]
         step["obs"] = text_ if step["obs"] is None else f"{step['obs']}\n{text_}"
 
@@ -216,7 +226,11 @@ class StepBuilder:
             if obs is not None and 0 < self.limit < len(obs):
                 obs = truncate_middle(obs, self.limit)
                 self.truncated += 1
-            action = None if call is None else Action(tool=call.tool, args=call.args, raw=call.raw, call_id=call.call_id)
+            action = (
+                None
+                if call is None
+                else Action(tool=call.tool, args=call.args, raw=call.raw, call_id=call.call_id)
+            )
             out.append(Step(index=i, thought=s["thought"], action=action, observation=obs))
         return tuple(out)
 

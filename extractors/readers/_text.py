@@ -118,7 +118,7 @@ def parse_text_call(content: str) -> tuple[str, str, dict[str, Any]] | None:
     m = _FUNC.match(content, start)
     if not m:
         return None
-    args = {k: v for k, v in _PARAM.findall(m.group(2))}
+    args = dict(_PARAM.findall(m.group(2)))
     return content[: m.start()].strip(), m.group(1), args
 
 

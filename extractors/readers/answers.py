@@ -36,9 +36,38 @@ _NUMBER = re.compile(r"^[\s$€£¥]*([-+]?\d[\d,]*(?:\.\d+)?|[-+]?\.\d+)\s*%?\s
 _NUM_TOKEN = re.compile(r"^-?\d+(?:\.\d+)?$")
 _CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
 _SHORT = 4
-_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
-_TENS = {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90"}
+_UNITS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+)
+_TENS = {
+    "thirty": "30",
+    "forty": "40",
+    "fifty": "50",
+    "sixty": "60",
+    "seventy": "70",
+    "eighty": "80",
+    "ninety": "90",
+}
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(_UNITS)} | _TENS
 
 
@@ -121,13 +150,19 @@ def tokens(text: str) -> list[str]:
     s = unicodedata.normalize("NFKC", text).lower()
     s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)  # 1,000 -> 1000
     s = _CJK.sub(r" \1 ", s)
-    chars = [c if (c.isalnum() or c.isspace() or (c == "." and _between_digits(s, i)))
-             else (f" {c} " if ord(c) > 127 and unicodedata.category(c).startswith("S") else " ")
-             for i, c in enumerate(s)]
+    chars = [
+        c
+        if (c.isalnum() or c.isspace() or (c == "." and _between_digits(s, i)))
+        else (f" {c} " if ord(c) > 127 and unicodedata.category(c).startswith("S") else " ")
+        for i, c in enumerate(s)
+    ]
     words = "".join(chars).split()
     # an article goes only before a real word: "A → B" and a one-letter answer "A" keep their letter
-    kept = [w for i, w in enumerate(words)
-            if w not in _ARTICLES or i + 1 >= len(words) or not (words[i + 1].isalnum() and len(words[i + 1]) > 1)]
+    kept = [
+        w
+        for i, w in enumerate(words)
+        if w not in _ARTICLES or i + 1 >= len(words) or not (words[i + 1].isalnum() and len(words[i + 1]) > 1)
+    ]
     return [_NUMBER_WORDS.get(w) or _trim_number(w) for w in kept]
 
 
@@ -161,7 +196,11 @@ def _contains(hay: list[str], needle: list[str]) -> bool:
 def _one(answer: str, gold: str) -> AnswerVerdict:
     a_num, g_num = number(answer), number(gold)
     if g_num is not None and a_num is not None:
-        return AnswerVerdict("success", "number_match") if a_num == g_num else AnswerVerdict("failure", "wrong_number")
+        return (
+            AnswerVerdict("success", "number_match")
+            if a_num == g_num
+            else AnswerVerdict("failure", "wrong_number")
+        )
     g_items, a_items = _split_list(gold), _split_list(answer)
     if g_items and a_items:
         if len(g_items) != len(a_items):

@@ -92,8 +92,12 @@ class AptbenchDR:
         self.max_observation_chars = max_observation_chars
 
     def sniff(self, record: Any) -> bool:
-        return isinstance(record, dict) and "query" in record and "trajectory" in record and (
-            "query_answer" in record or "next_step" in record)
+        return (
+            isinstance(record, dict)
+            and "query" in record
+            and "trajectory" in record
+            and ("query_answer" in record or "next_step" in record)
+        )
 
     def read(self, record: dict[str, Any], origin: Origin) -> Trajectory:
         record = as_record(record, "APTBench")
@@ -106,7 +110,9 @@ class AptbenchDR:
             raw_steps = [*raw_steps, record["next_step"]]
         steps = StepBuilder(self.max_observation_chars)
         for i, raw in enumerate(raw_steps):
-            thought, call, obs = _step_of(raw, f"trajectory[{i}]" if not is_plan or i < len(raw_steps) - 1 else "next_step")
+            thought, call, obs = _step_of(
+                raw, f"trajectory[{i}]" if not is_plan or i < len(raw_steps) - 1 else "next_step"
+            )
             steps.action(thought, call)
             if obs is not None:
                 steps.observation(obs)
@@ -118,10 +124,20 @@ class AptbenchDR:
             outcome = judge_answer(answer, golds).outcome()
         built = steps.build()
         native = f"{record.get('source', '')}/{record.get('traj_id', '')}"
-        tool_set = tuple(t for t in (jsonish(record.get("tool_set")) or ()) if isinstance(t, dict)) \
-            if isinstance(jsonish(record.get("tool_set")), list) else ()
-        meta: dict[str, Any] = {"aptbench": {"role": "plan" if is_plan else "summ_ans", "uuid": record.get("uuid"),
-                                             "qid": record.get("qid"), "origin": str(origin)}, **steps.meta()}
+        tool_set = (
+            tuple(t for t in (jsonish(record.get("tool_set")) or ()) if isinstance(t, dict))
+            if isinstance(jsonish(record.get("tool_set")), list)
+            else ()
+        )
+        meta: dict[str, Any] = {
+            "aptbench": {
+                "role": "plan" if is_plan else "summ_ans",
+                "uuid": record.get("uuid"),
+                "qid": record.get("qid"),
+                "origin": str(origin),
+            },
+            **steps.meta(),
+        }
         if is_plan:
             meta["wrong_next_steps"] = {str(len(built) - 1): _choices(record)}
         return Trajectory(
@@ -131,9 +147,16 @@ class AptbenchDR:
             prompt=query,
             steps=built,
             outcome=outcome,
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent="aptbench", model=str(record.get("source") or ""), instance_id=native,
-                          native_id=native),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent="aptbench",
+                model=str(record.get("source") or ""),
+                instance_id=native,
+                native_id=native,
+            ),
             final_answer=answer,
             gold_answer=golds[0] if golds else None,
             tool_set=tool_set,
@@ -143,9 +166,15 @@ class AptbenchDR:
 
 def _signature(step: Step, with_observation: bool) -> bytes:
     action = step.action
-    return orjson.dumps([step.thought.strip(), action.tool if action else None, action.args if action else None,
-                         (step.observation or "").strip() if with_observation else None],
-                        option=orjson.OPT_SORT_KEYS)
+    return orjson.dumps(
+        [
+            step.thought.strip(),
+            action.tool if action else None,
+            action.args if action else None,
+            (step.observation or "").strip() if with_observation else None,
+        ],
+        option=orjson.OPT_SORT_KEYS,
+    )
 
 
 def _agrees(plan: Trajectory, spine: Trajectory) -> bool:
@@ -153,8 +182,10 @@ def _agrees(plan: Trajectory, spine: Trajectory) -> bool:
     n = len(plan.steps)
     if n > len(spine.steps):
         return False
-    return all(_signature(a, i < n - 1) == _signature(b, i < n - 1)
-               for i, (a, b) in enumerate(zip(plan.steps, spine.steps[:n], strict=True)))
+    return all(
+        _signature(a, i < n - 1) == _signature(b, i < n - 1)
+        for i, (a, b) in enumerate(zip(plan.steps, spine.steps[:n], strict=True))
+    )
 
 
 def _role(t: Trajectory) -> str:
@@ -181,9 +212,14 @@ def _merge_group(rows: list[Trajectory]) -> Iterator[Trajectory | Problem]:
     wrong: dict[str, list[Any]] = {}
     for plan in plans:
         if plan is not spine and not _agrees(plan, spine):
-            yield Problem(where=plan.meta["aptbench"]["origin"], stage="read", reason="conflicting_plan_row",
-                          severity="warning", detail=f"{plan.meta['aptbench'].get('qid')}: its prefix or next step "
-                                                     f"differs from the trajectory's spine ({_role(spine)} row); dropped")
+            yield Problem(
+                where=plan.meta["aptbench"]["origin"],
+                stage="read",
+                reason="conflicting_plan_row",
+                severity="warning",
+                detail=f"{plan.meta['aptbench'].get('qid')}: its prefix or next step "
+                f"differs from the trajectory's spine ({_role(spine)} row); dropped",
+            )
             continue
         for k, v in plan.meta.get("wrong_next_steps", {}).items():
             wrong.setdefault(k, []).extend(v)

@@ -22,14 +22,21 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from extractors.base import Origin
-from extractors.readers.records import Record, find_inputs
+from extractors.readers.records import Record, find_inputs, stable_key
 from extractors.readers.sniff import FoundVerdict, read_file, read_record
 from schemas import Problem, Trajectory
 
 BUNDLE_KEY = "__bundle__"
 _SUPER = ("history.ipynb", "metrics.json")
 _REPOLAUNCH = ("setup.log", "result.json", "instance.json")
-_REPO2RUN = ("track.json", "outer_commands.json", "inner_commands.json", "track.txt", "pip_list.json", "pipdeptree.json")
+_REPO2RUN = (
+    "track.json",
+    "outer_commands.json",
+    "inner_commands.json",
+    "track.txt",
+    "pip_list.json",
+    "pipdeptree.json",
+)
 _INSTALLAMATIC = re.compile(r"^(?P<stem>.+)-(?P<phase>build|gather)-(?P<trial>\d+)\.json$")
 #: Marker files that `find_inputs` does not list (not JSON), searched for in input folders.
 _EXTRA_MARKERS = ("history.ipynb", "setup.log")
@@ -76,7 +83,9 @@ def _installamatic(path: Path) -> Bundle | None:
             members["eval"] = str(cand)
             break
     primary = members.get("build") or members["gather"]
-    return Bundle("installamatic_msgs", primary, members, {"run": run, "model": model, "repo": repo, "trial": trial})
+    return Bundle(
+        "installamatic_msgs", primary, members, {"run": run, "model": model, "repo": repo, "trial": trial}
+    )
 
 
 def detect_bundle(path: str | os.PathLike[str]) -> Bundle | None:
@@ -85,12 +94,16 @@ def detect_bundle(path: str | os.PathLike[str]) -> Bundle | None:
     folder = p.parent
     if p.name in _SUPER:
         found = _present(folder, _SUPER)
-        if "history.ipynb" in found or (p.name == "metrics.json" and ({"output_match", "checkpoints"} & _json_keys(p))):
+        if "history.ipynb" in found or (
+            p.name == "metrics.json" and ({"output_match", "checkpoints"} & _json_keys(p))
+        ):
             missing = {} if "history.ipynb" in found else {"missing": "history.ipynb"}
             return Bundle("super_ipynb", found.get("history.ipynb") or found["metrics.json"], found, missing)
     if p.name in _REPOLAUNCH:
         found = _present(folder, _REPOLAUNCH)
-        if "setup.log" in found or ("result.json" in found and "setup_commands" in _json_keys(folder / "result.json")):
+        if "setup.log" in found or (
+            "result.json" in found and "setup_commands" in _json_keys(folder / "result.json")
+        ):
             return Bundle("repolaunch_log", found.get("setup.log") or found["result.json"], found, {})
     if p.name in _REPO2RUN:
         found = _present(folder, _REPO2RUN)
@@ -167,7 +180,7 @@ def _decode_problem(path: str, exc: Exception) -> Problem:
     return _problem(path, "invalid_notebook", f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
 
 
-def bundle_record(bundle: Bundle) -> Iterator[Record | Problem]:
+def bundle_record(bundle: Bundle, root: str | None = None) -> Iterator[Record | Problem]:
     """Decode a bundle's members into one synthetic record (Problems for members that fail)."""
     files: dict[str, Any] = {}
     for role, path in bundle.members.items():
@@ -177,18 +190,29 @@ def bundle_record(bundle: Bundle) -> Iterator[Record | Problem]:
             yield _decode_problem(path, exc)
             if path == bundle.primary:
                 return
-    record = {BUNDLE_KEY: bundle.format, "dir": str(Path(bundle.primary).parent), "paths": dict(bundle.members),
-              "files": files, "meta": dict(bundle.meta)}
-    yield Record(record, Origin(bundle.primary, None))
+    record = {
+        BUNDLE_KEY: bundle.format,
+        "dir": str(Path(bundle.primary).parent),
+        "paths": dict(bundle.members),
+        "files": files,
+        "meta": dict(bundle.meta),
+    }
+    yield Record(record, Origin(bundle.primary, None, stable_key(bundle.primary, root)))
 
 
-def read_bundle(readers: Mapping[str, Any], bundle: Bundle, forced: str | None = None) -> Iterator[Trajectory | Problem | FoundVerdict]:
+def read_bundle(
+    readers: Mapping[str, Any], bundle: Bundle, forced: str | None = None, root: str | None = None
+) -> Iterator[Trajectory | Problem | FoundVerdict]:
     """Read one bundle through the reader that sniffs it (or the forced one)."""
     if "missing" in bundle.meta:
-        yield _problem(bundle.primary, "run_not_present", f"{bundle.format} folder without its run file "
-                       f"{bundle.meta['missing']}: only the verdict is here", severity="info")
+        yield _problem(
+            bundle.primary,
+            "run_not_present",
+            f"{bundle.format} folder without its run file {bundle.meta['missing']}: only the verdict is here",
+            severity="info",
+        )
         return
-    for rec in bundle_record(bundle):
+    for rec in bundle_record(bundle, root):
         if isinstance(rec, Problem):
             yield rec
             continue
@@ -199,7 +223,9 @@ def read_bundle(readers: Mapping[str, Any], bundle: Bundle, forced: str | None =
             yield out
 
 
-def read_input(readers: Mapping[str, Any], file: str, forced: str | None = None) -> Iterator[Trajectory | Problem | FoundVerdict]:
+def read_input(
+    readers: Mapping[str, Any], file: str, forced: str | None = None, root: str | None = None
+) -> Iterator[Trajectory | Problem | FoundVerdict]:
     """The read stage for one input: a bundle when the file belongs to a run folder, else the file.
 
     A member file stands for its whole run (read twice, the run keeps one trajectory id, so the keep
@@ -207,6 +233,6 @@ def read_input(readers: Mapping[str, Any], file: str, forced: str | None = None)
     """
     bundle = detect_bundle(file)
     if bundle is not None:
-        yield from read_bundle(readers, bundle, forced)
+        yield from read_bundle(readers, bundle, forced, root)
     elif not is_claimed(file):
-        yield from read_file(readers, file, forced)
+        yield from read_file(readers, file, forced, root)

@@ -21,9 +21,19 @@ MAX_OUTPUT_CHARS = 20000
 MAX_DOC_CHARS = 12000
 
 
-def make_step(i: int, *, kind: str, command: str = "", raw_action: str = "", output: str | None = None,
-              exit_code: int | None = None, thought: str = "", origin: str = "agent",
-              duration_s: float | None = None, edit: FileEdit | None = None) -> EnvStep:
+def make_step(
+    i: int,
+    *,
+    kind: str,
+    command: str = "",
+    raw_action: str = "",
+    output: str | None = None,
+    exit_code: int | None = None,
+    thought: str = "",
+    origin: str = "agent",
+    duration_s: float | None = None,
+    edit: FileEdit | None = None,
+) -> EnvStep:
     """A normalised step; the exit code is inferred from the output when the source has none."""
     inferred = False
     if output is not None:
@@ -32,38 +42,73 @@ def make_step(i: int, *, kind: str, command: str = "", raw_action: str = "", out
         failed = infer_failure(command, output)
         if failed is not None:
             exit_code, inferred = int(failed), True
-    return EnvStep(i=i, origin=origin, thought=thought.strip(), kind=kind, command=command,  # type: ignore[arg-type]
-                   raw_action=raw_action or command, output=output, exit_code=exit_code,
-                   exit_code_inferred=inferred, duration_s=duration_s, edit=edit)
+    return EnvStep(
+        i=i,
+        origin=origin,
+        thought=thought.strip(),
+        kind=kind,
+        command=command,  # type: ignore[arg-type]
+        raw_action=raw_action or command,
+        output=output,
+        exit_code=exit_code,
+        exit_code_inferred=inferred,
+        duration_s=duration_s,
+        edit=edit,
+    )
 
 
 def verdict(success: bool | None, label_source: str, reason: str = "", **details: Any) -> RunOutcome:
     """The source's verdict on a run."""
-    return RunOutcome(success=success, label_source=label_source, reason=reason,
-                      details={k: v for k, v in details.items() if v is not None})
+    return RunOutcome(
+        success=success,
+        label_source=label_source,
+        reason=reason,
+        details={k: v for k, v in details.items() if v is not None},
+    )
 
 
-def to_trajectory(run: EnvSetupRun, *, reader_name: str, reader_version: int, origin: Origin,
-                  instance_id: str, system_prompt: str = "") -> Trajectory:
+def to_trajectory(
+    run: EnvSetupRun,
+    *,
+    reader_name: str,
+    reader_version: int,
+    origin: Origin,
+    instance_id: str,
+    system_prompt: str = "",
+) -> Trajectory:
     """Wrap a normalised run as a Trajectory of kind `envsetup`."""
     if not run.steps:
         raise ReadError("no_steps", f"{run.run_id}: the run records no actions")
     steps = tuple(
-        Step(index=s.i, thought=s.thought,
-             action=Action(tool=s.kind, raw=s.raw_action or s.command, args={"command": s.command}),
-             observation=s.output)
+        Step(
+            index=s.i,
+            thought=s.thought,
+            action=Action(tool=s.kind, raw=s.raw_action or s.command, args={"command": s.command}),
+            observation=s.output,
+        )
         for s in run.steps
     )
     out = run.outcome
     if out.success is None:
         outcome = Outcome(label="unknown", signal=out.label_source, reason=out.reason or "no_verdict")
     else:
-        outcome = Outcome(label="success" if out.success else "failure", signal=out.label_source,
-                          reason="" if out.success else (out.reason or "setup_failed"))
-    source = Source(format=reader_name, reader_version=reader_version, file=origin.file, line=origin.line,
-                    agent=run.agent.name, model=run.agent.model, instance_id=instance_id, native_id=run.run_id)
+        outcome = Outcome(
+            label="success" if out.success else "failure",
+            signal=out.label_source,
+            reason="" if out.success else (out.reason or "setup_failed"),
+        )
+    source = Source(
+        format=reader_name,
+        reader_version=reader_version,
+        file=origin.file,
+        line=origin.line,
+        agent=run.agent.name,
+        model=run.agent.model,
+        instance_id=instance_id,
+        native_id=run.run_id,
+    )
     return Trajectory(
-        trajectory_id=content_id(reader_name, origin.file, origin.line, run.run_id),
+        trajectory_id=content_id(reader_name, origin.id_path, origin.line, run.run_id),
         kind="envsetup",
         task=run.task or run.run_id,
         system_prompt=system_prompt,

@@ -24,7 +24,9 @@ from schemas import Trajectory
 from schemas.envsetup import AgentInfo, Doc, EnvSetupRun, FileEdit, RunContext, SourceRef, TargetRepo
 
 _FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
-_BUILD_ERROR = re.compile(r"resulting in the following error|following error|failed to solve|build failed", re.I)
+_BUILD_ERROR = re.compile(
+    r"resulting in the following error|following error|failed to solve|build failed", re.I
+)
 _READS = {"get_directory_contents", "get_file_contents", "check_presence"}
 
 
@@ -50,13 +52,24 @@ def _calls(m: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _steps(msgs: list[dict[str, Any]], status: str | None) -> list[dict[str, Any]]:
-    dockerfile = _dockerfile_in(text_of(msgs[0].get("content"))) if msgs and msgs[0].get("role") == "system" else ""
+    dockerfile = (
+        _dockerfile_in(text_of(msgs[0].get("content"))) if msgs and msgs[0].get("role") == "system" else ""
+    )
     steps: list[dict[str, Any]] = []
     if dockerfile:
-        steps.append({"kind": "dockerfile", "command": dockerfile, "edit": FileEdit(path="Dockerfile", after=dockerfile)})
+        steps.append(
+            {
+                "kind": "dockerfile",
+                "command": dockerfile,
+                "edit": FileEdit(path="Dockerfile", after=dockerfile),
+            }
+        )
     thought = ""
     for m in msgs[1:]:
-        role, content = m.get("role"), text_of(m.get("content")) if not isinstance(m.get("content"), dict) else ""
+        role, content = (
+            m.get("role"),
+            text_of(m.get("content")) if not isinstance(m.get("content"), dict) else "",
+        )
         if role == "user" and _BUILD_ERROR.search(content):
             last = next((s for s in reversed(steps) if s["kind"] == "dockerfile" and "output" not in s), None)
             if last is not None:
@@ -67,19 +80,37 @@ def _steps(msgs: list[dict[str, Any]], status: str | None) -> list[dict[str, Any
             for name, args in _calls(m):
                 if name == "submit_dockerfile" and isinstance(args.get("dockerfile"), str):
                     new = args["dockerfile"].strip()
-                    steps.append({"kind": "dockerfile", "command": new, "thought": thought,
-                                  "edit": FileEdit(path="Dockerfile", before=dockerfile, after=new)})
+                    steps.append(
+                        {
+                            "kind": "dockerfile",
+                            "command": new,
+                            "thought": thought,
+                            "edit": FileEdit(path="Dockerfile", before=dockerfile, after=new),
+                        }
+                    )
                     dockerfile = new
                 elif name in _READS:
-                    steps.append({"kind": "file_read", "command": f"{name} {json.dumps(args, sort_keys=True)}",
-                                  "thought": thought})
+                    steps.append(
+                        {
+                            "kind": "file_read",
+                            "command": f"{name} {json.dumps(args, sort_keys=True)}",
+                            "thought": thought,
+                        }
+                    )
                 thought = ""
-        elif role in {"tool", "function"} and steps and steps[-1]["kind"] == "file_read" and "output" not in steps[-1]:
+        elif (
+            role in {"tool", "function"}
+            and steps
+            and steps[-1]["kind"] == "file_read"
+            and "output" not in steps[-1]
+        ):
             steps[-1]["output"] = content
     last = next((s for s in reversed(steps) if s["kind"] == "dockerfile"), None)
     if last is not None and "output" not in last and status in {"success", "failure"}:
         last["exit_code"] = 0 if status == "success" else 1
-        last["output"] = f"docker build {'succeeded' if status == 'success' else 'failed'} (eval build_status)"
+        last["output"] = (
+            f"docker build {'succeeded' if status == 'success' else 'failed'} (eval build_status)"
+        )
     return steps
 
 
@@ -94,7 +125,9 @@ def _context(gather: Any) -> RunContext:
                 name, args = pending.pop(0)
                 text = text_of(m.get("content")) if not isinstance(m.get("content"), dict) else ""
                 if name == "get_file_contents":
-                    docs.append(Doc(path=str(args.get("file") or args.get("path") or "?"), text=doc_text(text)))
+                    docs.append(
+                        Doc(path=str(args.get("file") or args.get("path") or "?"), text=doc_text(text))
+                    )
                 elif name == "get_directory_contents":
                     trees.append(f"{args.get('directory') or args.get('path') or '.'}:\n{text.strip()}")
     readme = next((d.text for d in docs if d.path.rsplit("/", 1)[-1].lower().startswith("readme")), "")
@@ -130,8 +163,13 @@ class InstallamaticRun:
         if entry is None:
             outcome = verdict(None, "no_verdict", "no_eval_entry")
         else:
-            outcome = verdict(status == "success", "eval build_status", "" if status == "success" else "build_failed",
-                              n_tries=entry.get("n_tries"), build_status=status)
+            outcome = verdict(
+                status == "success",
+                "eval build_status",
+                "" if status == "success" else "build_failed",
+                n_tries=entry.get("n_tries"),
+                build_status=status,
+            )
         run = EnvSetupRun(
             run_id=f"installamatic/{run_name}/{repo}/{trial}",
             source=SourceRef(format=self.name, repo="coinse/installamatic", path=origin.file),
@@ -143,5 +181,11 @@ class InstallamaticRun:
             outcome=outcome,
             issues=() if "eval" in files else ("eval JSON not found beside logs/messages",),
         )
-        return to_trajectory(run, reader_name=self.name, reader_version=self.version, origin=origin,
-                             instance_id=f"{repo}#{trial}", system_prompt=text_of(build[0].get("content")) if build else "")
+        return to_trajectory(
+            run,
+            reader_name=self.name,
+            reader_version=self.version,
+            origin=origin,
+            instance_id=f"{repo}#{trial}",
+            system_prompt=text_of(build[0].get("content")) if build else "",
+        )

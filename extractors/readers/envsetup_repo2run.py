@@ -55,8 +55,20 @@ def _track_steps(track: list[Any], outer: list[dict[str, Any]]) -> tuple[list[di
             if fence is None:
                 continue
             thought = content.split("### Action", 1)[0].replace("### Thought:", "").strip()
-            steps.append({"thought": thought, "command": fence.group(1).strip(), "raw_action": content, "kind": "shell"})
-        elif m["role"] in {"system", "user"} and content.startswith("### Observation") and steps and "output" not in steps[-1]:
+            steps.append(
+                {
+                    "thought": thought,
+                    "command": fence.group(1).strip(),
+                    "raw_action": content,
+                    "kind": "shell",
+                }
+            )
+        elif (
+            m["role"] in {"system", "user"}
+            and content.startswith("### Observation")
+            and steps
+            and "output" not in steps[-1]
+        ):
             codes = [int(c) for c in _RETURNCODE.findall(content)]
             steps[-1]["output"] = _TAIL.sub("", content.removeprefix("### Observation:").strip("\n"))
             steps[-1]["exit_code"] = next((c for c in codes if c != 0), 0) if codes else None
@@ -99,24 +111,46 @@ class Repo2RunTrack:
         if isinstance(track, list):
             raw, system = _track_steps(track, outer)
         else:
-            raw = [{"kind": "shell", "command": c["command"], "exit_code": c.get("returncode")} for c in (outer or inner)]
+            raw = [
+                {"kind": "shell", "command": c["command"], "exit_code": c.get("returncode")}
+                for c in (outer or inner)
+            ]
         if not raw:
             raise ReadError("no_steps", "no assistant actions in track.json and no command logs")
         folder = Path(origin.file).parent
         name = f"{folder.parent.name}/{folder.name}"
-        root = next((m.group(1) for m in [re.search(r"\[Project root Path\]: (\S+)", text_of(x.get("content")))
-                                         for x in (track or [])[:3] if isinstance(x, dict)] if m), "")
+        root = next(
+            (
+                m.group(1)
+                for m in [
+                    re.search(r"\[Project root Path\]: (\S+)", text_of(x.get("content")))
+                    for x in (track or [])[:3]
+                    if isinstance(x, dict)
+                ]
+                if m
+            ),
+            "",
+        )
         run = EnvSetupRun(
             run_id=f"repo2run/{name}",
             source=SourceRef(format=self.name, repo="terryyz/X-Repo2Run", path=origin.file),
             target_repo=TargetRepo(url=name, language="python"),
-            task=f"Configure the environment of the repository {name}" + (f" (root {root})" if root else "")
-                 + " in a Docker container so that its tests run (`runtest`).",
+            task=f"Configure the environment of the repository {name}"
+            + (f" (root {root})" if root else "")
+            + " in a Docker container so that its tests run (`runtest`).",
             context=_context(raw),
             agent=AgentInfo(name="repo2run"),
             steps=tuple(make_step(i, **s) for i, s in enumerate(raw)),
             outcome=_outcome(outer),
-            issues=() if isinstance(track, list) else ("track.json missing: steps from the command logs, no outputs",),
+            issues=()
+            if isinstance(track, list)
+            else ("track.json missing: steps from the command logs, no outputs",),
         )
-        return to_trajectory(run, reader_name=self.name, reader_version=self.version, origin=origin,
-                             instance_id=name, system_prompt=system)
+        return to_trajectory(
+            run,
+            reader_name=self.name,
+            reader_version=self.version,
+            origin=origin,
+            instance_id=name,
+            system_prompt=system,
+        )

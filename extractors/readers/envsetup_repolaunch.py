@@ -57,10 +57,12 @@ def _conversation(log: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
         banner = _BANNER.search(entry)
         if banner is None or phase != "setup":
             continue
-        body = _COST.sub("\n", entry[banner.end():]).strip()
+        body = _COST.sub("\n", entry[banner.end() :]).strip()
         if banner.group(1) == "Ai":
             m = _COMMAND.search(body)
-            thought = body.split("Action:", 1)[0].removeprefix("Thought:").strip() if "Action:" in body else ""
+            thought = (
+                body.split("Action:", 1)[0].removeprefix("Thought:").strip() if "Action:" in body else ""
+            )
             pending = {"thought": thought, "command": m.group(1).strip(), "raw_action": body} if m else None
         elif pending is not None:
             steps.append(_observed(pending, body))
@@ -76,7 +78,12 @@ def _observed(pending: dict[str, Any], body: str) -> dict[str, Any]:
     first, _, rest = text.partition("\n")
     if first.strip() == pending["command"].split("\n", 1)[0].strip():
         text = rest
-    return {**pending, "kind": "shell", "output": text.strip("\n"), "exit_code": int(code.group(1)) if code else None}
+    return {
+        **pending,
+        "kind": "shell",
+        "output": text.strip("\n"),
+        "exit_code": int(code.group(1)) if code else None,
+    }
 
 
 def _docs(result: dict[str, Any]) -> tuple[str, tuple[Doc, ...]]:
@@ -114,29 +121,41 @@ class RepoLaunchRun:
         if not raw and isinstance(result.get("setup_commands"), list):
             raw = [_from_summary(c) for c in result["setup_commands"] if isinstance(c, str)]
         if not raw:
-            raise ReadError("no_steps", "setup.log has no setup conversation and result.json no setup_commands")
+            raise ReadError(
+                "no_steps", "setup.log has no setup conversation and result.json no setup_commands"
+            )
         folder = Path(origin.file).parent
         instance_id = str(result.get("instance_id") or instance.get("instance_id") or folder.name)
         lang = folder.parent.parent.name if folder.parent.name == "playground" else ""
         repo = str(instance.get("repo") or "")
         readme, docs = _docs(result)
         base = facts.get("base_image") or str(result.get("base_image") or "")
-        task = (f"Set up a development environment for {repo or instance_id}"
-                + (f" at commit {instance['base_commit']}" if instance.get("base_commit") else "")
-                + (f" in a `{base}` container" if base else "") + " so that its test suite runs.")
+        task = (
+            f"Set up a development environment for {repo or instance_id}"
+            + (f" at commit {instance['base_commit']}" if instance.get("base_commit") else "")
+            + (f" in a `{base}` container" if base else "")
+            + " so that its test suite runs."
+        )
         run = EnvSetupRun(
             run_id=f"repolaunch/{lang + '/' if lang else ''}{instance_id}",
-            source=SourceRef(format=self.name, repo="SWE-bench-Live/RepoLaunch-trajectory-archive", path=origin.file),
-            target_repo=TargetRepo(url=repo, commit=instance.get("base_commit"), language=facts.get("language", lang)),
+            source=SourceRef(
+                format=self.name, repo="SWE-bench-Live/RepoLaunch-trajectory-archive", path=origin.file
+            ),
+            target_repo=TargetRepo(
+                url=repo, commit=instance.get("base_commit"), language=facts.get("language", lang)
+            ),
             task=task,
-            context=RunContext(readme=readme, docs=docs, file_tree=doc_text(str(result.get("repo_structure") or ""))),
+            context=RunContext(
+                readme=readme, docs=docs, file_tree=doc_text(str(result.get("repo_structure") or ""))
+            ),
             agent=AgentInfo(name="repolaunch"),
             steps=tuple(make_step(i, **s) for i, s in enumerate(raw)),
             outcome=_outcome(files.get("result.json"), facts),
             issues=() if "result.json" in files else ("result.json missing",),
         )
-        return to_trajectory(run, reader_name=self.name, reader_version=self.version, origin=origin,
-                             instance_id=instance_id)
+        return to_trajectory(
+            run, reader_name=self.name, reader_version=self.version, origin=origin, instance_id=instance_id
+        )
 
 
 def _from_summary(line: str) -> dict[str, Any]:

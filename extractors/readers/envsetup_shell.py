@@ -16,8 +16,20 @@ from typing import NamedTuple
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
 _CONT = re.compile(r"[ \t]*\\[ \t]*\r?\n[ \t]*")
 _WS = re.compile(r"\s+")
-_MAGIC = {"cd": "cd", "ls": "ls", "mkdir": "mkdir", "pip": "pip", "conda": "conda", "cat": "cat", "pwd": "pwd",
-          "rm": "rm", "cp": "cp", "mv": "mv", "env": "export", "set_env": "export"}
+_MAGIC = {
+    "cd": "cd",
+    "ls": "ls",
+    "mkdir": "mkdir",
+    "pip": "pip",
+    "conda": "conda",
+    "cat": "cat",
+    "pwd": "pwd",
+    "rm": "rm",
+    "cp": "cp",
+    "mv": "mv",
+    "env": "export",
+    "set_env": "export",
+}
 
 
 class CellCommands(NamedTuple):
@@ -98,17 +110,68 @@ def _strip_env(tokens: list[str]) -> list[str]:
     return rest
 
 
-_READ_ONLY = {"ls", "ll", "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "find", "pwd",
-              "echo", "printf", "which", "whereis", "type", "tree", "wc", "du", "df", "stat", "file", "printenv",
-              "nvidia-smi", "diff", "cmp", "id", "whoami", "uname", "hostname", "date", "ps", "free", "lscpu",
-              "jq", "history", "nproc", "sleep", "true", "realpath", "dirname", "basename", "md5sum", "sha256sum"}
-_READ_ONLY_SUB = {"git": {"status", "log", "diff", "show", "remote", "rev-parse", "ls-files", "ls-tree", "blame"},
-                  "pip": {"show", "list", "freeze", "--version", "check", "index"},
-                  "pip3": {"show", "list", "freeze", "--version", "check"},
-                  "conda": {"list", "info", "search"}, "npm": {"ls", "list", "view", "--version", "-v", "outdated"},
-                  "yarn": {"list", "info", "--version", "why"}, "apt": {"list", "show", "search"},
-                  "apt-cache": {"policy", "search", "show"}, "poetry": {"show", "--version", "check"},
-                  "cargo": {"--version", "tree"}, "go": {"version", "env", "list"}, "docker": {"ps", "images"}}
+_READ_ONLY = {
+    "ls",
+    "ll",
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "find",
+    "pwd",
+    "echo",
+    "printf",
+    "which",
+    "whereis",
+    "type",
+    "tree",
+    "wc",
+    "du",
+    "df",
+    "stat",
+    "file",
+    "printenv",
+    "nvidia-smi",
+    "diff",
+    "cmp",
+    "id",
+    "whoami",
+    "uname",
+    "hostname",
+    "date",
+    "ps",
+    "free",
+    "lscpu",
+    "jq",
+    "history",
+    "nproc",
+    "sleep",
+    "true",
+    "realpath",
+    "dirname",
+    "basename",
+    "md5sum",
+    "sha256sum",
+}
+_READ_ONLY_SUB = {
+    "git": {"status", "log", "diff", "show", "remote", "rev-parse", "ls-files", "ls-tree", "blame"},
+    "pip": {"show", "list", "freeze", "--version", "check", "index"},
+    "pip3": {"show", "list", "freeze", "--version", "check"},
+    "conda": {"list", "info", "search"},
+    "npm": {"ls", "list", "view", "--version", "-v", "outdated"},
+    "yarn": {"list", "info", "--version", "why"},
+    "apt": {"list", "show", "search"},
+    "apt-cache": {"policy", "search", "show"},
+    "poetry": {"show", "--version", "check"},
+    "cargo": {"--version", "tree"},
+    "go": {"version", "env", "list"},
+    "docker": {"ps", "images"},
+}
 
 
 def is_read_only(command: str) -> bool:
@@ -135,7 +198,9 @@ def _segment_read_only(part: str) -> bool:
 
 _PLACEHOLDER = re.compile(
     r"<[A-Za-z_][\w\-]*(?: [\w\-]+)*>|\{\{[^}]*\}\}|\bYOUR_[A-Z_]+\b|\byour[_-](?:token|key|name|path|repo)\b"
-    r"|/path/to/|\[(?:repo|repository|url|path|package)[^\]]*\]|(?:^|\s)\.\.\.(?:\s|$)|\bxxx+\b", re.I)
+    r"|/path/to/|\[(?:repo|repository|url|path|package)[^\]]*\]|(?:^|\s)\.\.\.(?:\s|$)|\bxxx+\b",
+    re.I,
+)
 
 
 def has_placeholder(command: str) -> bool:
@@ -147,7 +212,9 @@ _ERROR_LINE = re.compile(
     r"^(?:\w+(?:\.\w+)*(?:Error|Exception|Exit)\b.*"
     r"|ERROR: (?!pip's dependency resolver).*|error(?:\[\w+\])?: .*|fatal: .*|E: .*|npm ERR! .*|FATAL.*"
     r"|.*: command not found|.*: No such file or directory|.*[Ss]egmentation fault.*|Killed"
-    r"|.*(?:FAILED|FAILURES|BUILD FAILURE).*|.*Permission denied.*)$", re.M)
+    r"|.*(?:FAILED|FAILURES|BUILD FAILURE).*|.*Permission denied.*)$",
+    re.M,
+)
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
 
 
@@ -172,7 +239,9 @@ def infer_failure(command: str, output: str | None) -> bool | None:
     text = clean_output(output)
     tokens = _strip_env(words(command.split("\n", 1)[0]))
     if tokens[:2] in (["pip", "install"], ["pip3", "install"]) or tokens[1:3] == ["-m", "pip"]:
-        if re.search(r"^ERROR: (?:Could not|No matching|Invalid requirement|Failed|Directory|Cannot)", text, re.M):
+        if re.search(
+            r"^ERROR: (?:Could not|No matching|Invalid requirement|Failed|Directory|Cannot)", text, re.M
+        ):
             return True
         if "Successfully installed" in text or "Requirement already satisfied" in text:
             return False
@@ -200,8 +269,25 @@ def command_key(command: str) -> str:
     return " ".join([head, *tokens[1:2]])
 
 
-_NO_ARG = {"-U", "--upgrade", "-q", "-qq", "--quiet", "--no-cache-dir", "--user", "-y", "--yes", "--no-deps",
-           "--pre", "--force-reinstall", "--no-build-isolation", "-v", "--verbose", "--ignore-installed", "-I"}
+_NO_ARG = {
+    "-U",
+    "--upgrade",
+    "-q",
+    "-qq",
+    "--quiet",
+    "--no-cache-dir",
+    "--user",
+    "-y",
+    "--yes",
+    "--no-deps",
+    "--pre",
+    "--force-reinstall",
+    "--no-build-isolation",
+    "-v",
+    "--verbose",
+    "--ignore-installed",
+    "-I",
+}
 
 
 def packages(tokens: list[str]) -> list[str]:
@@ -244,7 +330,11 @@ def _describe_one(part: str) -> str:
             if "-e" in rest or "--editable" in rest:
                 return "Install the repository as an editable Python package"
             pkgs = packages(rest)
-            return f"Install the Python package{'s' if len(pkgs) > 1 else ''} {', '.join(pkgs)}" if pkgs else "Install Python packages"
+            return (
+                f"Install the Python package{'s' if len(pkgs) > 1 else ''} {', '.join(pkgs)}"
+                if pkgs
+                else "Install Python packages"
+            )
         if verb == "uninstall":
             return f"Uninstall the Python package(s) {', '.join(packages(rest))}"
         return f"Run pip {verb}".strip()
@@ -266,14 +356,18 @@ def _describe_one(part: str) -> str:
         if sub in {"", "install", "ci", "i", "add"}:
             pkgs = packages(args)
             if pkgs:
-                return f"Install the Node.js package{'s' if len(pkgs) > 1 else ''} {', '.join(pkgs)} with {head}"
+                return (
+                    f"Install the Node.js package{'s' if len(pkgs) > 1 else ''} {', '.join(pkgs)} with {head}"
+                )
             return f"Install the Node.js dependencies with {head}"
         if sub in {"test", "t"} or (sub == "run" and args[:1] and "test" in args[0]):
             return "Run the test suite"
         return f"Run the {head} script {args[0] if sub == 'run' and args else sub}"
     if head in {"poetry", "pipenv", "hatch", "pdm"} and sub in {"install", "sync"}:
         return f"Install the project dependencies with {head}"
-    if head in {"pytest", "tox", "nox"} or (head == "python" and sub == "-m" and args[:1] in (["pytest"], ["unittest"])):
+    if head in {"pytest", "tox", "nox"} or (
+        head == "python" and sub == "-m" and args[:1] in (["pytest"], ["unittest"])
+    ):
         return "Run the test suite"
     if head == "python":
         rest = [t for t in tokens[1:] if not t.startswith("-") or t == "-m"]
@@ -295,11 +389,25 @@ def _describe_one(part: str) -> str:
     if head in {"make", "cmake", "cargo", "go", "mvn", "gradle", "./gradlew", "gradlew", "dotnet", "ant"}:
         return f"Run {head} {sub}".strip()
     if head == "sed" and any(t.startswith("-i") for t in tokens[1:]):
-        files = [t for t in tokens[1:] if not t.startswith("-") and not re.match(r"^[sy]?/", t) and "/" not in t[:2]]
+        files = [
+            t
+            for t in tokens[1:]
+            if not t.startswith("-") and not re.match(r"^[sy]?/", t) and "/" not in t[:2]
+        ]
         return f"Edit {files[-1] if files else 'a file'} in place with sed"
     if head in {"rm", "mv", "cp", "ln", "chmod", "touch"}:
-        return {"rm": "Remove", "mv": "Move", "cp": "Copy", "ln": "Link", "chmod": "Change the mode of",
-                "touch": "Create"}[head] + " " + " ".join(t for t in tokens[1:] if not t.startswith("-"))[:80]
+        return (
+            {
+                "rm": "Remove",
+                "mv": "Move",
+                "cp": "Copy",
+                "ln": "Link",
+                "chmod": "Change the mode of",
+                "touch": "Create",
+            }[head]
+            + " "
+            + " ".join(t for t in tokens[1:] if not t.startswith("-"))[:80]
+        )
     return f"Run {head}"
 
 

@@ -67,8 +67,11 @@ def _edit(body: str, open_file: str) -> FileEdit | None:
         return FileEdit(path=m.group(1), before=m.group(2).strip("\n"), after=m.group(3).strip("\n"))
     if body.startswith("edit ") and body.rstrip().endswith("end_of_edit"):
         lines = body.rstrip().split("\n")
-        return FileEdit(path=open_file or "(open file)", before=f"lines {lines[0][5:].strip()}",
-                        after="\n".join(lines[1:-1]))
+        return FileEdit(
+            path=open_file or "(open file)",
+            before=f"lines {lines[0][5:].strip()}",
+            after="\n".join(lines[1:-1]),
+        )
     return None
 
 
@@ -87,8 +90,15 @@ def _step_fields(cur: _Cursor, body: str, output: str | None) -> dict[str, Any]:
         return {"kind": "submit", "command": stripped.removeprefix("submit ").strip()}
     edit = _edit(stripped, cur.open_file) if action in {"edit", "none", "execute", ""} else None
     if edit is not None:
-        failed = output is not None and ("Could not find the following lines" in output or "No changes" in output[:200])
-        return {"kind": "edit", "command": edit.path, "edit": edit, "exit_code": int(failed) if output is not None else None}
+        failed = output is not None and (
+            "Could not find the following lines" in output or "No changes" in output[:200]
+        )
+        return {
+            "kind": "edit",
+            "command": edit.path,
+            "edit": edit,
+            "exit_code": int(failed) if output is not None else None,
+        }
     first = words(stripped.split("\n", 1)[0])[:1]
     if action in _FILE_READS or (first and first[0] in _FILE_READS and action in {"none", ""}):
         if first and first[0] == "open" and len(words(stripped)) > 1:
@@ -111,7 +121,7 @@ def _steps(cells: list[Any]) -> tuple[list[dict[str, Any]], str, str]:
         if cell.get("cell_type") == "markdown":
             head = text.lstrip()
             if head.startswith("### Query"):
-                task = head[len("### Query"):].strip()
+                task = head[len("### Query") :].strip()
             elif head.startswith(("### Prompt", "### System Prompt")):
                 system = re.sub(r"</?details>|</?summary>", "", head.split("\n", 1)[-1]).strip()
             elif head.startswith("### Step"):
@@ -119,7 +129,7 @@ def _steps(cells: list[Any]) -> tuple[list[dict[str, Any]], str, str]:
             elif m := _DURATION.search(head[:200]):
                 cur.duration = float(m.group(1))
             elif head.startswith("**Thought**"):
-                cur.thought = head[len("**Thought**"):].lstrip(":").strip()
+                cur.thought = head[len("**Thought**") :].lstrip(":").strip()
             elif m := _ACTION.match(head):
                 cur.action = m.group(1)
             continue
@@ -132,8 +142,16 @@ def _steps(cells: list[Any]) -> tuple[list[dict[str, Any]], str, str]:
         origin = "replayed_gold" if cur.thought.startswith(_REPLAYED) else "agent"
         thought = "" if origin == "replayed_gold" else cur.thought
         fields = _step_fields(cur, text, output)
-        raw.append({"thought": thought, "origin": origin, "raw_action": text, "output": output,
-                    "duration_s": cur.duration, **fields})
+        raw.append(
+            {
+                "thought": thought,
+                "origin": origin,
+                "raw_action": text,
+                "output": output,
+                "duration_s": cur.duration,
+                **fields,
+            }
+        )
     return raw, task, system
 
 
@@ -182,7 +200,10 @@ class SuperNotebook:
         files = files_of(record, "super_ipynb")
         nb = files.get("history.ipynb")
         if nb is None:
-            raise ReadError("no_trajectory", "metrics.json without history.ipynb: this run's notebook is not in the folder")
+            raise ReadError(
+                "no_trajectory",
+                "metrics.json without history.ipynb: this run's notebook is not in the folder",
+            )
         cells = nb.get("cells")
         if not isinstance(cells, list):
             raise ReadError("wrong_type", "history.ipynb has no cell list")
@@ -191,10 +212,21 @@ class SuperNotebook:
             raise ReadError("missing_task", "no `### Query` cell: not a SUPER trajectory")
         folder = Path(origin.file).parent
         m = _RUN_DIR.match(folder.parent.name)
-        agent, model, subset = (m.group("agent"), m.group("model"), m.group("set")) if m else ("", "", folder.parent.name)
+        agent, model, subset = (
+            (m.group("agent"), m.group("model"), m.group("set")) if m else ("", "", folder.parent.name)
+        )
         run_id = f"super/{agent}_{subset}/{folder.name}" if m else f"super/{folder.parent.name}/{folder.name}"
         url = _REPO_URL.search(task)
-        clone = next((c for s in raw if s["kind"] == "shell" for c in s["command"].split("\n") if c.startswith("git clone")), "")
+        clone = next(
+            (
+                c
+                for s in raw
+                if s["kind"] == "shell"
+                for c in s["command"].split("\n")
+                if c.startswith("git clone")
+            ),
+            "",
+        )
         repo_url = url.group(0) if url else next((t for t in words(clone) if "://" in t), "")
         branch = _BRANCH.search(task)
         steps = tuple(make_step(i, **s) for i, s in enumerate(raw))
@@ -202,7 +234,9 @@ class SuperNotebook:
         run = EnvSetupRun(
             run_id=run_id,
             source=SourceRef(format=self.name, repo="allenai/super-benchmark", path=origin.file),
-            target_repo=TargetRepo(url=repo_url, branch=branch.group(1) if branch else None, language="python"),
+            target_repo=TargetRepo(
+                url=repo_url, branch=branch.group(1) if branch else None, language="python"
+            ),
             task=task,
             context=_context(raw),
             agent=AgentInfo(name=agent, model=model),
@@ -210,5 +244,11 @@ class SuperNotebook:
             outcome=_outcome(files.get("metrics.json")),
             issues=issues,
         )
-        return to_trajectory(run, reader_name=self.name, reader_version=self.version, origin=origin,
-                             instance_id=folder.name, system_prompt=system)
+        return to_trajectory(
+            run,
+            reader_name=self.name,
+            reader_version=self.version,
+            origin=origin,
+            instance_id=folder.name,
+            system_prompt=system,
+        )

@@ -67,8 +67,10 @@ class MiniSweAgent:
         fmt = record.get("trajectory_format")
         major = FORMATS.get(fmt) if isinstance(fmt, str) else None
         if major is None:
-            raise ReadError("unknown_version", f"trajectory_format {record.get('trajectory_format')!r} is not "
-                                               f"one of {', '.join(FORMATS)}")
+            raise ReadError(
+                "unknown_version",
+                f"trajectory_format {record.get('trajectory_format')!r} is not one of {', '.join(FORMATS)}",
+            )
         msgs = [m for m in messages_of(record.get("messages"), "messages") if not m.get("is_demo")]
         info = as_dict(record.get("info"), "info")
         task_at = first_user_index(msgs)
@@ -86,7 +88,9 @@ class MiniSweAgent:
                 else:
                     steps.calls(*self._text_turn(content))
             elif role == "tool":
-                steps.observation(content, m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None)
+                steps.observation(
+                    content, m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None
+                )
             elif role == "user":
                 steps.observation(content)
             elif role == "exit":
@@ -95,22 +99,31 @@ class MiniSweAgent:
                 exit_status = extra.get("exit_status") or exit_status
         built = steps.build()
         patch = info.get("submission") if isinstance(info.get("submission"), str) else submission
-        instance_id = str(record.get("instance_id") or Path(origin.file).name.removesuffix(".traj.json")
-                          .removesuffix(".json"))
+        instance_id = str(
+            record.get("instance_id")
+            or Path(origin.file).name.removesuffix(".traj.json").removesuffix(".json")
+        )
         meta = {"exit_status": exit_status, **steps.meta()} if exit_status is not None else steps.meta()
         if isinstance(info.get("model_stats"), dict):
             meta["model_stats"] = info["model_stats"]
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, origin.line, instance_id),
+            trajectory_id=content_id(self.name, origin.id_path, origin.line, instance_id),
             kind="swe",
             task=extract_issue(prompt),
             system_prompt=system,
             prompt=prompt,
             steps=built,
             outcome=Outcome(),
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent=f"mini-swe-agent {info.get('mini_version') or ('1.x' if major == 1 else '2.x')}",
-                          model=_model_name(info), instance_id=instance_id, native_id=instance_id),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent=f"mini-swe-agent {info.get('mini_version') or ('1.x' if major == 1 else '2.x')}",
+                model=_model_name(info),
+                instance_id=instance_id,
+                native_id=instance_id,
+            ),
             patch=patch if isinstance(patch, str) else None,
             meta=meta,
         )

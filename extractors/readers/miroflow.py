@@ -49,12 +49,17 @@ class MiroFlow:
         self.max_observation_chars = max_observation_chars
 
     def sniff(self, record: Any) -> bool:
-        return isinstance(record, dict) and "message_history" in record and (
-            "final_boxed_answer" in record or "summary" in record or "task_id" in record)
+        return (
+            isinstance(record, dict)
+            and "message_history" in record
+            and ("final_boxed_answer" in record or "summary" in record or "task_id" in record)
+        )
 
     def read(self, record: dict[str, Any], origin: Origin) -> Trajectory:
         record = as_record(record, "MiroFlow")
-        msgs = [m for m in messages_of(record.get("message_history"), "message_history") if not m.get("is_demo")]
+        msgs = [
+            m for m in messages_of(record.get("message_history"), "message_history") if not m.get("is_demo")
+        ]
         task_at = first_user_index(msgs)
         prompt = text(msgs[task_at].get("content"))
         system = next((text(m.get("content")) for m in msgs[:task_at] if m.get("role") == "system"), "")
@@ -72,22 +77,32 @@ class MiroFlow:
             raise ReadError("missing_task", "the first user turn holds no question")
         summary = record.get("summary") if isinstance(record.get("summary"), str) else ""
         final = record.get("final_boxed_answer")
-        final = final.strip() if isinstance(final, str) and final.strip() else (boxed(summary) or boxed(last)
-                                                                                 or final_answer_of(last))
+        final = (
+            final.strip()
+            if isinstance(final, str) and final.strip()
+            else (boxed(summary) or boxed(last) or final_answer_of(last))
+        )
         golds = next((gold_aliases(record[k]) for k in _GOLD_KEYS if record.get(k) not in (None, "", [])), [])
         built = steps.build()
         native = str(record.get("task_id") or Path(origin.file).parent.name or Path(origin.file).stem)
         meta: dict[str, Any] = {"summary": summary} if summary else {}
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, origin.line, native),
+            trajectory_id=content_id(self.name, origin.id_path, origin.line, native),
             kind="dr",
             task=question,
             system_prompt=system,
             prompt=prompt,
             steps=built,
             outcome=judge_answer(final, golds).outcome(),
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent="miroflow", instance_id=native, native_id=native),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent="miroflow",
+                instance_id=native,
+                native_id=native,
+            ),
             final_answer=final,
             gold_answer=golds[0] if golds else None,
             meta={**meta, **steps.meta()},

@@ -34,8 +34,15 @@ from extractors.readers._text import as_bool, jsonish
 from extractors.readers.answers import final_answer_of, gold_aliases, judge_answer
 from schemas import Outcome, Source, Trajectory, content_id
 
-_ROLE = {"human": "user", "gpt": "assistant", "model": "assistant", "developer": "system", "function": "tool",
-         "observation": "tool", "ipython": "tool"}
+_ROLE = {
+    "human": "user",
+    "gpt": "assistant",
+    "model": "assistant",
+    "developer": "system",
+    "function": "tool",
+    "observation": "tool",
+    "ipython": "tool",
+}
 _GOLD_KEYS = ("answer", "gold_answer", "ground_truth", "expected_answer")
 _VERDICT_KEYS = ("resolved", "success", "correct", "is_correct")
 _LIST_KEYS = ("messages", "conversations")
@@ -61,7 +68,11 @@ def _harmony_call(m: dict[str, Any], content: str) -> Call | None:
 
 
 def _normalised(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{**m, "role": _role(m), "content": m.get("content", m.get("value"))} for m in msgs if not m.get("is_demo")]
+    return [
+        {**m, "role": _role(m), "content": m.get("content", m.get("value"))}
+        for m in msgs
+        if not m.get("is_demo")
+    ]
 
 
 @reader("openai_chat", version=1, kind="generic", priority=90)
@@ -73,12 +84,18 @@ class OpenAIChat:
 
     def sniff(self, record: Any) -> bool:
         if isinstance(record, list):
-            return bool(record) and all(isinstance(m, dict) and ("role" in m or "from" in m) for m in record[:8])
+            return bool(record) and all(
+                isinstance(m, dict) and ("role" in m or "from" in m) for m in record[:8]
+            )
         if not isinstance(record, dict):
             return False
         msgs = next((jsonish(record[k]) for k in _LIST_KEYS if k in record), None)
-        return isinstance(msgs, list) and bool(msgs) and isinstance(msgs[0], dict) and (
-            "role" in msgs[0] or "from" in msgs[0])
+        return (
+            isinstance(msgs, list)
+            and bool(msgs)
+            and isinstance(msgs[0], dict)
+            and ("role" in msgs[0] or "from" in msgs[0])
+        )
 
     def read(self, record: Any, origin: Origin) -> Trajectory:
         row: dict[str, Any] = {}
@@ -89,7 +106,10 @@ class OpenAIChat:
             key = next((k for k in _LIST_KEYS if k in record), "messages")
             raw = record.get(key)
         else:
-            raise ReadError("wrong_type", f"a chat record must be a message list or an object, got {type(record).__name__}")
+            raise ReadError(
+                "wrong_type",
+                f"a chat record must be a message list or an object, got {type(record).__name__}",
+            )
         msgs = _normalised(messages_of(raw, "messages"))
         task_at = first_user_index(msgs)
         prompt = _content(msgs[task_at])
@@ -121,28 +141,40 @@ class OpenAIChat:
         if final is None and last:
             final = final_answer_of(last)
         built = steps.build()
-        native = str(row.get("id") or row.get("qid") or row.get("instance_id") or
-                     (Path(origin.file).stem if origin.line is None else f"{Path(origin.file).stem}:{origin.line}"))
+        native = str(
+            row.get("id")
+            or row.get("qid")
+            or row.get("instance_id")
+            or (Path(origin.file).stem if origin.line is None else f"{Path(origin.file).stem}:{origin.line}")
+        )
         if golds:
             outcome, kind = judge_answer(final, golds).outcome(), "dr"
         else:
             outcome, kind = self._verdict(row), "generic"
         question = row.get("question") if isinstance(row.get("question"), str) else ""
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, origin.line, native),
+            trajectory_id=content_id(self.name, origin.id_path, origin.line, native),
             kind=kind,
             task=(question or prompt).strip(),
             system_prompt=system,
             prompt=prompt,
             steps=built,
             outcome=outcome,
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent=str(row.get("agent") or ""), model=str(row.get("model") or ""),
-                          instance_id=native, native_id=native),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent=str(row.get("agent") or ""),
+                model=str(row.get("model") or ""),
+                instance_id=native,
+                native_id=native,
+            ),
             final_answer=final if golds else None,
             gold_answer=golds[0] if golds else None,
             tool_set=tuple(t for t in jsonish(row.get("tools")) or () if isinstance(t, dict))
-            if isinstance(jsonish(row.get("tools")), list) else (),
+            if isinstance(jsonish(row.get("tools")), list)
+            else (),
             meta=steps.meta(),
         )
 
@@ -151,6 +183,9 @@ class OpenAIChat:
         for key in _VERDICT_KEYS:
             flag = as_bool(row.get(key))
             if flag is not None:
-                return Outcome(label="success" if flag else "failure", signal=f"row:{key}",
-                               reason="resolved" if flag else "unresolved")
+                return Outcome(
+                    label="success" if flag else "failure",
+                    signal=f"row:{key}",
+                    reason="resolved" if flag else "unresolved",
+                )
         return Outcome()

@@ -35,12 +35,36 @@ from extractors.readers._text import as_bool, extract_issue, jsonish
 from schemas import Outcome, Source, Trajectory, content_id
 
 _NOT_STEPS = {"system", "recall", "change_agent_state", "agent_state_changed", "null", "condensation"}
-_TOOLS = {"run": "execute_bash", "run_ipython": "execute_ipython_cell", "read": "str_replace_editor",
-          "edit": "str_replace_editor", "think": "think", "finish": "finish", "browse": "browser",
-          "browse_interactive": "browser", "delegate": "delegate", "mcp": "mcp"}
-_ARG_NOISE = {"thought", "is_input", "keep_prompt", "is_confirmed", "action_risk", "security_risk",
-              "confirmation_state", "hidden", "blocking", "kernel_init_code", "images_urls", "image_urls",
-              "wait_for_response", "impl_source", "include_extra", "translated_ipython_code"}
+_TOOLS = {
+    "run": "execute_bash",
+    "run_ipython": "execute_ipython_cell",
+    "read": "str_replace_editor",
+    "edit": "str_replace_editor",
+    "think": "think",
+    "finish": "finish",
+    "browse": "browser",
+    "browse_interactive": "browser",
+    "delegate": "delegate",
+    "mcp": "mcp",
+}
+_ARG_NOISE = {
+    "thought",
+    "is_input",
+    "keep_prompt",
+    "is_confirmed",
+    "action_risk",
+    "security_risk",
+    "confirmation_state",
+    "hidden",
+    "blocking",
+    "kernel_init_code",
+    "images_urls",
+    "image_urls",
+    "wait_for_response",
+    "impl_source",
+    "include_extra",
+    "translated_ipython_code",
+}
 
 
 def is_event(e: Any) -> bool:
@@ -70,7 +94,11 @@ def _call(e: dict[str, Any], kind: str) -> Call:
             args = parsed if isinstance(parsed, dict) else None
     if args is None:
         raw_args = jsonish(e.get("args"))
-        source = raw_args if isinstance(raw_args, dict) else {k: v for k, v in e.items() if k not in ("action", "source")}
+        source = (
+            raw_args
+            if isinstance(raw_args, dict)
+            else {k: v for k, v in e.items() if k not in ("action", "source")}
+        )
         args = {k: v for k, v in source.items() if k not in _ARG_NOISE and v not in (None, "")}
         if kind == "run_ipython" and "code" in args:
             args = {"code": args["code"]}
@@ -79,8 +107,11 @@ def _call(e: dict[str, Any], kind: str) -> Call:
 
 def _thought(e: dict[str, Any]) -> str:
     args = jsonish(e.get("args"))
-    for value in (args.get("thought") if isinstance(args, dict) else None, e.get("thought"),
-                  _model_message(e).get("content")):
+    for value in (
+        args.get("thought") if isinstance(args, dict) else None,
+        e.get("thought"),
+        _model_message(e).get("content"),
+    ):
         if isinstance(value, str) and value.strip():
             return value
     return ""
@@ -88,7 +119,11 @@ def _thought(e: dict[str, Any]) -> str:
 
 def _message_text(e: dict[str, Any]) -> str:
     args = jsonish(e.get("args"))
-    for value in (args.get("content") if isinstance(args, dict) else None, e.get("content"), e.get("message")):
+    for value in (
+        args.get("content") if isinstance(args, dict) else None,
+        e.get("content"),
+        e.get("message"),
+    ):
         if isinstance(value, str) and value.strip():
             return value
     return ""
@@ -131,13 +166,18 @@ def walk_events(events: list[Any], limit: int) -> tuple[str, str, StepBuilder]:
 def _row_outcome(record: dict[str, Any]) -> Outcome:
     test_result = as_dict(record.get("test_result"), "test_result")
     report = jsonish(test_result.get("report"))
-    for key, value in (("resolved", record.get("resolved")),
-                       ("test_result.report.resolved", report.get("resolved") if isinstance(report, dict) else None),
-                       ("success", record.get("success"))):
+    for key, value in (
+        ("resolved", record.get("resolved")),
+        ("test_result.report.resolved", report.get("resolved") if isinstance(report, dict) else None),
+        ("success", record.get("success")),
+    ):
         flag = as_bool(value)
         if flag is not None:
-            return Outcome(label="success" if flag else "failure", signal=f"row:{key}",
-                           reason="resolved" if flag else "unresolved")
+            return Outcome(
+                label="success" if flag else "failure",
+                signal=f"row:{key}",
+                reason="resolved" if flag else "unresolved",
+            )
     error = record.get("error")
     if isinstance(error, str) and error.strip() and error.strip() != "None":
         return Outcome(label="failure", signal="row:error", reason="agent_error")
@@ -156,7 +196,9 @@ class OpenHands:
             return bool(record) and is_event(record[0]) and sum(map(is_event, record)) * 2 >= len(record)
         if not isinstance(record, dict) or "history" not in record:
             return False
-        eval_row = "instance_id" in record and any(k in record for k in ("instruction", "test_result", "metadata"))
+        eval_row = "instance_id" in record and any(
+            k in record for k in ("instruction", "test_result", "metadata")
+        )
         resolver_row = "issue" in record and any(k in record for k in ("git_patch", "success", "issue_type"))
         return eval_row or resolver_row
 
@@ -164,7 +206,10 @@ class OpenHands:
         if isinstance(record, list):
             return self._event_list(record, origin)
         if not isinstance(record, dict):
-            raise ReadError("wrong_type", f"an OpenHands record must be an object or event list, got {type(record).__name__}")
+            raise ReadError(
+                "wrong_type",
+                f"an OpenHands record must be an object or event list, got {type(record).__name__}",
+            )
         events = as_list(record.get("history"), "history")
         system, first_msg, steps = walk_events(events, self.max_observation_chars)
         instruction = record.get("instruction") if isinstance(record.get("instruction"), str) else ""
@@ -190,16 +235,23 @@ class OpenHands:
         if isinstance(record.get("error"), str):
             meta["error"] = record["error"]
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, origin.line, instance_id),
+            trajectory_id=content_id(self.name, origin.id_path, origin.line, instance_id),
             kind="swe",
             task=task.strip(),
             system_prompt=system,
             prompt=prompt,
             steps=built,
             outcome=_row_outcome(record),
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent=f"openhands {metadata.get('agent_class') or ('resolver' if issue else '')}".strip(),
-                          model=str(llm.get("model") or ""), instance_id=instance_id, native_id=instance_id),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent=f"openhands {metadata.get('agent_class') or ('resolver' if issue else '')}".strip(),
+                model=str(llm.get("model") or ""),
+                instance_id=instance_id,
+                native_id=instance_id,
+            ),
             patch=patch if isinstance(patch, str) else None,
             meta=meta,
         )
@@ -211,14 +263,21 @@ class OpenHands:
         built = steps.build()
         native = Path(origin.file).stem if origin.line is None else f"{Path(origin.file).stem}:{origin.line}"
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, origin.line, native),
+            trajectory_id=content_id(self.name, origin.id_path, origin.line, native),
             kind="generic",
             task=prompt.strip(),
             system_prompt=system,
             prompt=prompt,
             steps=built,
             outcome=Outcome(),
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent="openhands", instance_id=native, native_id=native),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent="openhands",
+                instance_id=native,
+                native_id=native,
+            ),
             meta=steps.meta(),
         )

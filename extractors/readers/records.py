@@ -68,9 +68,28 @@ def is_transcript(items: list[Any]) -> bool:
     return marked * 2 >= len(items)
 
 
-def iter_records(path: str | os.PathLike[str]) -> Iterator[Record | Problem]:
-    """Yield the records of one file, or Problems for what cannot be decoded."""
+def stable_key(path: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
+    """`path` relative to the input `root` (a folder, or a file standing for itself), POSIX-style."""
+    if root is None:
+        return ""
+    base = Path(root)
+    base = base.parent if base.is_file() else base
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), base.resolve())).as_posix()
+    except ValueError:  # another drive: fall back to the path as given
+        return str(path)
+
+
+def iter_records(
+    path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
+) -> Iterator[Record | Problem]:
+    """Yield the records of one file, or Problems for what cannot be decoded.
+
+    `root` is the input folder the file was found under; record origins carry the file's path
+    relative to it (`Origin.key`), from which readers derive ids.
+    """
     file = str(path)
+    key = stable_key(path, root)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed in the finally below, across yields
     except OSError as exc:
@@ -80,19 +99,21 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[Record | Problem]:
         head = handle.read(_SNIFF_BYTES)
         if file.endswith(".parquet") or head[:4] == b"PAR1":
             handle.close()
-            yield from _parquet_records(file)
+            yield from _parquet_records(file, key=key)
             return
         if not head.strip() and not _has_content(handle):
             yield _problem(file, "empty_file", "the file is empty")
             return
         if b"\x00" in head:
-            yield _problem(file, "binary_file", "the file holds NUL bytes: not a JSON, JSONL or Parquet trajectory")
+            yield _problem(
+                file, "binary_file", "the file holds NUL bytes: not a JSON, JSONL or Parquet trajectory"
+            )
             return
         handle.seek(0)
         if file.endswith(".jsonl"):
-            yield from _jsonl_records(file, handle, first_line=1)
+            yield from _jsonl_records(file, handle, first_line=1, key=key)
             return
-        yield from _document_or_lines(file, handle)
+        yield from _document_or_lines(file, handle, key=key)
     except OSError as exc:
         yield _problem(file, "unreadable_file", f"{type(exc).__name__}: {exc.strerror or exc}")
     finally:
@@ -106,7 +127,7 @@ def _has_content(handle: IO[bytes]) -> bool:
     return False
 
 
-def _document_or_lines(file: str, handle: IO[bytes]) -> Iterator[Record | Problem]:
+def _document_or_lines(file: str, handle: IO[bytes], key: str = "") -> Iterator[Record | Problem]:
     """A `.json`/`.traj` file: one document, unless its first line is a whole JSON value (JSONL)."""
     first = handle.readline()
     lineno = 1
@@ -119,11 +140,11 @@ def _document_or_lines(file: str, handle: IO[bytes]) -> Iterator[Record | Proble
     if value is not _NOT_JSON:
         rest_at = handle.tell()
         if not _has_content(handle):
-            yield from _document_records(file, value)
+            yield from _document_records(file, value, key=key)
             return
         handle.seek(rest_at)
-        yield Record(value, Origin(file, lineno))
-        yield from _jsonl_records(file, handle, first_line=lineno + 1)
+        yield Record(value, Origin(file, lineno, key))
+        yield from _jsonl_records(file, handle, first_line=lineno + 1, key=key)
         return
     handle.seek(0)
     blob = handle.read()
@@ -133,25 +154,27 @@ def _document_or_lines(file: str, handle: IO[bytes]) -> Iterator[Record | Proble
         reason = "truncated_json" if _is_truncated(exc, blob) else "invalid_json"
         yield _problem(file, reason, _json_error(exc, blob))
         return
-    yield from _document_records(file, data)
+    yield from _document_records(file, data, key=key)
 
 
 _NOT_JSON = object()
 
 
-def _document_records(file: str, data: Any) -> Iterator[Record]:
+def _document_records(file: str, data: Any, key: str = "") -> Iterator[Record]:
     if isinstance(data, list) and not is_transcript(data):
         for i, row in enumerate(data, start=1):
-            yield Record(row, Origin(file, i))
+            yield Record(row, Origin(file, i, key))
     else:
-        yield Record(data, Origin(file, None))
+        yield Record(data, Origin(file, None, key))
 
 
 def _is_truncated(exc: orjson.JSONDecodeError, blob: bytes) -> bool:
     return exc.pos is not None and exc.pos >= len(blob.rstrip()) - 1
 
 
-def _jsonl_records(file: str, handle: IO[bytes], first_line: int) -> Iterator[Record | Problem]:
+def _jsonl_records(
+    file: str, handle: IO[bytes], first_line: int, key: str = ""
+) -> Iterator[Record | Problem]:
     # Iterating a buffered binary file reads one line at a time: memory is one line, not the file.
     seen = False
     for lineno, line in enumerate(handle, start=first_line):
@@ -161,15 +184,15 @@ def _jsonl_records(file: str, handle: IO[bytes], first_line: int) -> Iterator[Re
             if not line.strip():
                 continue
             seen = True
-            yield _problem(Origin(file, lineno), "invalid_json", f"invalid JSON line: {exc.msg}")
+            yield _problem(Origin(file, lineno, key), "invalid_json", f"invalid JSON line: {exc.msg}")
             continue
         seen = True
-        yield Record(value, Origin(file, lineno))
+        yield Record(value, Origin(file, lineno, key))
     if not seen and first_line == 1:
         yield _problem(file, "empty_file", "the file holds no JSON lines")
 
 
-def _parquet_records(file: str) -> Iterator[Record | Problem]:
+def _parquet_records(file: str, key: str = "") -> Iterator[Record | Problem]:
     import pyarrow.parquet as pq
 
     try:
@@ -182,8 +205,8 @@ def _parquet_records(file: str) -> Iterator[Record | Problem]:
         for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
             for data in batch.to_pylist():
                 row += 1
-                yield Record(data, Origin(file, row))
+                yield Record(data, Origin(file, row, key))
     except Exception as exc:  # a corrupt row group mid-file: keep the rows already read
-        yield _problem(Origin(file, row + 1), "invalid_parquet", f"{type(exc).__name__}: {exc}")
+        yield _problem(Origin(file, row + 1, key), "invalid_parquet", f"{type(exc).__name__}: {exc}")
     finally:
         parquet.close()

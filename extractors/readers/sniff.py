@@ -89,15 +89,18 @@ def read_record(
         )
     except Exception as exc:  # anything else a reader trips on (RecursionError...) is quarantined too
         return Problem(
-            where=where, stage="read", reason="reader_error", detail=f"{cls.name}: {type(exc).__name__}: {exc}"
+            where=where,
+            stage="read",
+            reason="reader_error",
+            detail=f"{cls.name}: {type(exc).__name__}: {exc}",
         )
 
 
 def read_file(
-    readers: Mapping[str, Any], file: str, forced: str | None = None
+    readers: Mapping[str, Any], file: str, forced: str | None = None, root: str | None = None
 ) -> Iterator[Trajectory | Problem | FoundVerdict]:
-    """Read every record of one file."""
-    for rec in iter_records(file):
+    """Read every record of one file (`root`: the input folder it was found under, for stable ids)."""
+    for rec in iter_records(file, root):
         if isinstance(rec, Problem):
             yield rec
             continue

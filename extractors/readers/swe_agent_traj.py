@@ -110,7 +110,7 @@ class SweAgentTraj:
             native_id=instance_id,
         )
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, origin.line, instance_id),
+            trajectory_id=content_id(self.name, origin.id_path, origin.line, instance_id),
             kind="swe",
             task=task.strip(),
             system_prompt=system,

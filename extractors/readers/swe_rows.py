@@ -58,11 +58,15 @@ def _assistant_parts(m: dict[str, Any], style: str) -> tuple[str, Action | None]
         name = str(fn.get("name") or "")
         args = jsonish(fn.get("arguments"))
         args = args if isinstance(args, dict) else {}
-        return content.strip(), Action(tool=name, args=args, raw=render_call(name, args), call_id=calls[0].get("id"))
+        return content.strip(), Action(
+            tool=name, args=args, raw=render_call(name, args), call_id=calls[0].get("id")
+        )
     parsed = parse_text_call(content) if "<function=" in content else None
     if parsed is not None:
         thought, name, args = parsed
-        return thought, Action.model_construct(tool=name, args=args, raw=render_call(name, args), call_id=None)
+        return thought, Action.model_construct(
+            tool=name, args=args, raw=render_call(name, args), call_id=None
+        )
     fenced = split_fenced_action(content) if "```" in content else None
     if fenced is not None:
         thought, command = fenced
@@ -101,8 +105,10 @@ class SweRows:
             elif role == "user":
                 seen_task = True
         # every value is a str/int/Action built above, so construction skips re-validation (hot path)
-        steps = [Step.model_construct(index=i, thought=t, action=a, observation="\n".join(obs) if obs else None)
-                 for i, (t, a, obs) in enumerate(parts)]
+        steps = [
+            Step.model_construct(index=i, thought=t, action=a, observation="\n".join(obs) if obs else None)
+            for i, (t, a, obs) in enumerate(parts)
+        ]
         if not seen_task:
             raise ReadError("missing_task", "no user message before the first assistant turn")
 
@@ -139,7 +145,7 @@ class SweRows:
         tools = jsonish(record.get("tools"))
         tool_set = tuple(t for t in tools if isinstance(t, dict)) if isinstance(tools, list) else ()
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, native or origin.line),
+            trajectory_id=content_id(self.name, origin.id_path, native or origin.line),
             kind="swe",
             task=extract_issue(prompt),
             system_prompt=system,

@@ -53,8 +53,11 @@ def _thought_text(step: dict[str, Any]) -> str:
 def _observation_text(step: dict[str, Any]) -> str:
     kind = step.get("kind")
     if kind == "search_results_observation" and isinstance(step.get("serp"), list):
-        lines = [f"{r.get('title', '')}\n{r.get('url', '')}\n{r.get('snippet', '')}"
-                 for r in step["serp"] if isinstance(r, dict)]
+        lines = [
+            f"{r.get('title', '')}\n{r.get('url', '')}\n{r.get('snippet', '')}"
+            for r in step["serp"]
+            if isinstance(r, dict)
+        ]
         return "\n\n".join(lines)
     if kind == "page_observation" and isinstance(step.get("text"), str):
         return step["text"]
@@ -79,8 +82,11 @@ class TapeAgents:
             return False
         meta = record.get("metadata")
         steps = record["steps"]
-        return isinstance(meta, dict) and ("task" in meta or "author" in meta or
-                                           (bool(steps) and isinstance(steps[0], dict) and "kind" in steps[0]))
+        return isinstance(meta, dict) and (
+            "task" in meta
+            or "author" in meta
+            or (bool(steps) and isinstance(steps[0], dict) and "kind" in steps[0])
+        )
 
     def read(self, record: dict[str, Any], origin: Origin) -> Trajectory:
         record = as_record(record, "TapeAgents")
@@ -122,17 +128,25 @@ class TapeAgents:
         golds = gold_aliases(task_info.get("Final answer"))
         built = steps.build()
         instance_id = str(task_info.get("task_id") or meta.get("id") or "")
-        extra = {k: meta[k] for k in ("error", "terminated", "attempt_number", "level") if meta.get(k) is not None}
+        extra = {
+            k: meta[k] for k in ("error", "terminated", "attempt_number", "level") if meta.get(k) is not None
+        }
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, origin.line, instance_id),
+            trajectory_id=content_id(self.name, origin.id_path, origin.line, instance_id),
             kind="dr",
             task=task.strip(),
             prompt=task,
             steps=built,
             outcome=judge_answer(final, golds).outcome(),
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent=f"tapeagents {meta.get('author') or ''}".strip(), instance_id=instance_id,
-                          native_id=str(meta.get("id") or instance_id)),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent=f"tapeagents {meta.get('author') or ''}".strip(),
+                instance_id=instance_id,
+                native_id=str(meta.get("id") or instance_id),
+            ),
             final_answer=final,
             gold_answer=golds[0] if golds else None,
             meta={**extra, **steps.meta()},

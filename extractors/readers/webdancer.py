@@ -53,9 +53,17 @@ class WebDancer:
         if record.get("type") == "chatml":
             return True
         msgs = record.get("messages")
-        return "answer" in record and isinstance(msgs, list) and any(
-            isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("content"), str)
-            and ("<tool_call>" in m["content"] or "<answer>" in m["content"]) for m in msgs[:6])
+        return (
+            "answer" in record
+            and isinstance(msgs, list)
+            and any(
+                isinstance(m, dict)
+                and m.get("role") == "assistant"
+                and isinstance(m.get("content"), str)
+                and ("<tool_call>" in m["content"] or "<answer>" in m["content"])
+                for m in msgs[:6]
+            )
+        )
 
     def read(self, record: dict[str, Any], origin: Origin) -> Trajectory:
         record = as_record(record, "WebDancer")
@@ -91,15 +99,22 @@ class WebDancer:
         tool_set = tuple(f for f in functions if isinstance(f, dict)) if isinstance(functions, list) else ()
         meta: dict[str, Any] = {k: record[k] for k in ("tag", "task") if isinstance(record.get(k), str)}
         return Trajectory(
-            trajectory_id=content_id(self.name, origin.file, origin.line, native),
+            trajectory_id=content_id(self.name, origin.id_path, origin.line, native),
             kind="dr",
             task=question,
             system_prompt=system,
             prompt=prompt,
             steps=built,
             outcome=judge_answer(final, golds).outcome(),
-            source=Source(format=self.name, reader_version=self.version, file=origin.file, line=origin.line,
-                          agent="webdancer", instance_id=native, native_id=native),
+            source=Source(
+                format=self.name,
+                reader_version=self.version,
+                file=origin.file,
+                line=origin.line,
+                agent="webdancer",
+                instance_id=native,
+                native_id=native,
+            ),
             final_answer=final,
             gold_answer=golds[0] if golds else None,
             tool_set=tool_set,

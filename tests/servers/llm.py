@@ -713,7 +713,10 @@ def distractor_responder(api: str, request_json: dict[str, Any]) -> str:
         obj = _OBJECTS[(second + 7 * i) % len(_OBJECTS)]
         plan = f"I need to {verb} {obj}"
         if as_json:
-            step = {"planning": f"Next, {verb} {obj}.", "execution": {"name": "web_search", "args": {"text": obj}}}
+            step = {
+                "planning": f"Next, {verb} {obj}.",
+                "execution": {"name": "web_search", "args": {"text": obj}},
+            }
             plan = json.dumps(step, ensure_ascii=False)
         items.append({"kind": _KINDS[i % len(_KINDS)], "text": plan})
     return json.dumps({"distractors": items})

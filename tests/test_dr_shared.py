@@ -1,0 +1,59 @@
+"""dr on the real public runs: TapeAgents GAIA tapes and APTBench's own deep-research rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from extractors.base import ExtractOptions
+from extractors.discovery import discover_readers
+from extractors.dr import DeepResearch
+from extractors.readers.records import find_inputs
+from flows import stages
+from generators.balance import balance_positions
+from generators.baselines import Bounds, Mcq, task_baselines
+from generators.offline import OfflineGenerator
+
+OPTIONS = {"plan": ExtractOptions(seed=5), "summ_ans": ExtractOptions(max_items_per_trajectory=1, seed=5)}
+
+
+def _extract(folder, keep_unknown):
+    read = stages.read_stage(discover_readers(), [(str(f), None) for f in find_inputs([folder])])
+    kept = stages.label_and_keep(read.trajectories, {}, read.verdicts, frozenset({"dr"}), keep_unknown)
+    golds, problems = stages.extract_stage(DeepResearch(), kept.kept, OPTIONS)
+    return kept, golds, problems
+
+
+@pytest.mark.shared
+def test_only_successful_gaia_tapes_give_plan_and_summ_ans_items(shared_dir):
+    kept, golds, _ = _extract(shared_dir / "trajectories" / "tapeagents-gaia", keep_unknown=False)
+    assert kept.kept and all(t.outcome.label == "success" for t in kept.kept)
+    plan = [g for g in golds if g.task == "plan"]
+    summ = [g for g in golds if g.task == "summ_ans"]
+    assert len(plan) >= 15 and len(summ) >= 20
+    finals = {t.trajectory_id: (t.final_answer, t.gold_answer) for t in kept.kept}
+    assert all(g.gold in finals[g.trajectory_id] for g in summ)
+    assert all("gaia_answer" not in g.fields["trajectory"] for g in summ)  # the answer call is never context
+
+
+@pytest.mark.shared
+def test_aptbench_rows_rebuilt_into_runs_give_items_whose_baselines_stay_near_chance(shared_dir):
+    kept, golds, _ = _extract(shared_dir / "aptbench-reference" / "deepresearch", keep_unknown=True)
+    plan = [g for g in golds if g.task == "plan"]
+    assert len(plan) >= 700 and sum(g.task == "summ_ans" for g in golds) >= 250
+    posed = [
+        g
+        for g in plan
+        if str(g.step_index)
+        in (
+            next(t for t in kept.kept if t.trajectory_id == g.trajectory_id).meta.get("wrong_next_steps")
+            or {}
+        )
+    ]
+    assert len(posed) >= 300 and all(json.loads(g.candidates[0])["execution"] for g in posed)
+    questions, _ = stages.generate_stage(OfflineGenerator(seed=5), plan, stages.pool_of(plan), 6)
+    passed, _ = stages.check_stage(questions)
+    items = [Mcq(q.item_id, q.options, q.gold_index) for q in balance_positions(passed, 5)]
+    baselines = task_baselines(items, Bounds())
+    assert len(items) >= 700 and baselines.exceeded == [], baselines.accuracy

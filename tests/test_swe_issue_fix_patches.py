@@ -1,0 +1,184 @@
+"""swe_issue_fix patch-level tasks on literal runs: locate windows, fix patches, reproduction scripts."""
+
+from __future__ import annotations
+
+import random
+
+from extractors._patches import file_reads, mutate_patch, parse_patch, render_patch, shifted_windows
+from extractors.base import ExtractOptions
+from extractors.swe_issue_fix import SweIssueFix
+from schemas import Action, GoldStep, Outcome, Problem, Source, Step, Trajectory
+
+FILE = [f"line {n}" for n in range(1, 21)]
+FILE[9] = "    return a // b"
+VIEW = "Here's the result of running `cat -n` on /testbed/calc/ops.py:\n" + "\n".join(
+    f"{n:6}\t{text}" for n, text in enumerate(FILE, start=1)
+)
+PATCH = """diff --git a/calc/ops.py b/calc/ops.py
+--- a/calc/ops.py
++++ b/calc/ops.py
+@@ -7,7 +7,7 @@ def div(a, b):
+ line 7
+ line 8
+ line 9
+-    return a // b
++    return a / b
+ line 11
+ line 12
+ line 13
+diff --git a/tests/test_ops.py b/tests/test_ops.py
+--- a/tests/test_ops.py
++++ b/tests/test_ops.py
+@@ -1,1 +1,2 @@
+ import calc
++assert calc.div(7, 2) == 3.5
+"""
+SCRIPT = "from calc import div\nprint(div(7, 2))\n"
+
+
+def _step(i, tool, args, raw, obs="ok") -> Step:
+    return Step(index=i, thought="", action=Action(tool=tool, args=args, raw=raw), observation=obs)
+
+
+STEPS = [
+    _step(
+        0,
+        "str_replace_editor",
+        {"command": "view", "path": "/testbed/calc/ops.py"},
+        "str_replace_editor view /testbed/calc/ops.py",
+        VIEW,
+    ),
+    _step(
+        1,
+        "str_replace_editor",
+        {"command": "create", "path": "/testbed/repro.py", "file_text": SCRIPT},
+        "str_replace_editor create /testbed/repro.py",
+        "File created",
+    ),
+    _step(2, "bash", {"command": "cd /testbed && python repro.py"}, "cd /testbed && python repro.py", "3"),
+    _step(
+        3,
+        "str_replace_editor",
+        {"command": "str_replace", "path": "/testbed/calc/ops.py"},
+        "str_replace_editor str_replace /testbed/calc/ops.py",
+        "The file /testbed/calc/ops.py has been edited.",
+    ),
+    _step(4, "bash", {"command": "python repro.py"}, "python repro.py", "3.5"),
+    _step(
+        5,
+        "str_replace_editor",
+        {"command": "view", "path": "/testbed/calc/ops.py"},
+        "str_replace_editor view /testbed/calc/ops.py",
+        VIEW.replace("a // b", "a / b"),
+    ),
+    _step(6, "submit", {}, "submit", None),
+]
+
+
+def _traj(steps=STEPS, patch=PATCH, label="success", iid="calc-1", tid="t-ok") -> Trajectory:
+    return Trajectory(
+        trajectory_id=tid,
+        task="div floors its result",
+        steps=tuple(steps),
+        patch=patch,
+        outcome=Outcome(label=label, signal="row:resolved"),
+        source=Source(format="swe_rows", file="runs.jsonl", line=1, instance_id=iid),
+    )
+
+
+def _extract(traj, task, extractor=None):
+    out = list((extractor or SweIssueFix()).extract(traj, task, ExtractOptions(seed=2)))
+    return [g for g in out if isinstance(g, GoldStep)], [p for p in out if isinstance(p, Problem)]
+
+
+def test_hunks_are_read_by_their_header_counts_and_render_back_to_a_valid_diff():
+    tricky = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n--- a sql comment\n+-- a sql comment\n keep\n"
+    (f,) = parse_patch(tricky)
+    assert f.path == "x.py" and f.hunks[0].lines == ("--- a sql comment", "+-- a sql comment", " keep")
+    files = parse_patch(PATCH)
+    assert [(f.path, f.is_test) for f in files] == [("calc/ops.py", False), ("tests/test_ops.py", True)]
+    assert files[0].hunks[0].pre_image == [
+        "line 7",
+        "line 8",
+        "line 9",
+        "    return a // b",
+        "line 11",
+        "line 12",
+        "line 13",
+    ]
+    assert parse_patch(render_patch(files)) == files
+
+
+def test_only_reads_before_a_files_first_edit_count_as_its_original_lines():
+    reads = file_reads(STEPS)
+    assert reads.views["/testbed/calc/ops.py"][10] == "    return a // b"  # the later view is ignored
+    assert reads.first_edit["/testbed/calc/ops.py"] == 3
+    v0 = [
+        _step(
+            0, "open", {}, "open calc/ops.py", "[File: /calc/calc/ops.py (20 lines total)]\n9:line 9\n10:x"
+        ),
+        _step(
+            1,
+            "edit",
+            {},
+            "edit 10:10\n    return a / b\nend_of_edit",
+            "[File: /calc/calc/ops.py (20 lines total)]\n10:y",
+        ),
+    ]
+    assert file_reads(v0).views == {"/calc/calc/ops.py": {9: "line 9", 10: "x"}}
+
+
+def test_locate_gold_is_the_hunks_window_and_its_candidates_are_shifted_windows_of_the_same_length():
+    (g,), problems = _extract(_traj(), "locate")
+    assert not problems and g.step_index == 0 and g.fields == {"issue_statement": "div floors its result"}
+    assert g.gold == "\n".join(FILE[6:13])
+    lines = {n: t for n, t in enumerate(FILE, start=1)}
+    assert list(g.candidates) == ["\n".join(t) for _, t in shifted_windows(lines, 7, 7)]
+    assert all(len(c.split("\n")) == 7 and c != g.gold for c in g.candidates) and len(g.candidates) == 6
+
+
+def test_a_window_the_run_never_showed_is_a_problem_with_the_reason():
+    _, problems = _extract(_traj(steps=STEPS[1:]), "locate")
+    assert [(p.reason, p.severity) for p in problems] == [("window_not_seen", "info")]
+
+
+def test_fix_patch_gold_leaves_tests_out_and_failed_runs_of_the_same_instance_lead_the_candidates():
+    wrong = PATCH.replace("+    return a / b", "+    return float(a // b)")
+    runs = [
+        _traj(),
+        _traj(patch=wrong, label="failure", tid="t-bad"),
+        _traj(patch=wrong, label="failure", iid="other", tid="t-x"),
+    ]
+    extractor = SweIssueFix()
+    extractor.use(SweIssueFix.observe(runs))
+    assert sorted(extractor.failed_patches) == ["calc-1", "other"]
+    (g,), _ = _extract(_traj(), "fix_patch", extractor)
+    assert "tests/test_ops.py" not in g.gold and "+    return a / b" in g.gold
+    assert "float(a // b)" in g.candidates[0] and "tests/test_ops.py" not in g.candidates[0]
+    assert g.gold not in g.candidates and len(g.candidates) == 1  # a one-line `/` fix has nothing to mutate
+    _, problems = _extract(
+        _traj(patch=PATCH.split("diff --git a/tests")[0].replace("calc/ops", "tests/test_x")), "fix_patch"
+    )
+    assert [p.reason for p in problems] == ["no_source_patch"]
+
+
+def test_patch_mutations_drop_or_change_one_thing():
+    two = parse_patch(
+        PATCH.replace("+    return a / b", "+    return a / b if b != 0 else None\n+    pass").replace(
+            "@@ -7,7 +7,7 @@", "@@ -7,7 +7,8 @@"
+        )
+    )
+    kinds = [k for k, _ in mutate_patch(two, random.Random(0))]
+    assert {"drop_hunk", "drop_added_line", "mutate_line"} <= set(kinds)
+    mutated = next(text for kind, text in mutate_patch(two, random.Random(0)) if kind == "mutate_line")
+    assert "b == 0" in mutated and parse_patch(mutated)[0].hunks[0].render().startswith("@@ -7,7 +7,8 @@")
+
+
+def test_test_patch_gold_is_the_script_run_before_the_fix_and_again_after():
+    (g,), _ = _extract(_traj(), "test_patch")
+    assert (
+        g.gold == SCRIPT and g.step_index == 1 and g.fields == {"problem_statement": "div floors its result"}
+    )
+    never_rerun = [s for s in STEPS if s.index != 4]
+    _, problems = _extract(_traj(steps=never_rerun), "test_patch")
+    assert [p.reason for p in problems] == ["no_test_patch"]

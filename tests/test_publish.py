@@ -308,3 +308,55 @@ def test_the_publish_command_dry_runs_then_publishes_once(prefect_harness, revie
         assert "hf_good" not in first.output + second.output
     manifest = json.loads((release / "manifest.json").read_text())
     assert {i for items in manifest["items"].values() for i in items} == decided["accepted"]
+
+
+@pytest.mark.flow
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (
+            "dr.yaml",
+            {
+                "aptbench/deepresearch/plan_en/input_data.jsonl",
+                "aptbench/deepresearch/summ_ans_en/input_data.jsonl",
+            },
+        ),
+        (
+            "envsetup.yaml",
+            {"aptbench/env_setup/action/input_data.jsonl", "aptbench/env_setup/error/input_data.jsonl"},
+        ),
+    ],
+)
+def test_a_release_exports_exactly_the_reference_keys_and_types(
+    prefect_harness, shared_dir, tmp_path, config, expected
+):
+    """Build the bundled samples, accept everything, render the release: each APTBench file matches the official one."""
+    from flows.build import run_build
+
+    cfg = load_config(ROOT / "configs" / config, out_dir=tmp_path)
+    report = run_build(cfg)
+    queue = Queue(cfg.queue_path())
+    for row in queue.items(limit=1000):
+        queue.decide(row.item_id, "ana", "accept", expected_rev=row.rev)
+    files, plan = prepare(cfg, queue.verified(), report, None)
+    exported = {p: b for p, b in files.items() if p.startswith("aptbench/")}
+    assert expected <= set(exported)
+    compared = 0
+    for path, blob in exported.items():
+        reference = shared_dir / "aptbench-reference" / path.removeprefix("aptbench/")
+        if not reference.exists():
+            reference = (
+                shared_dir
+                / "aptbench-reference"
+                / path.removeprefix("aptbench/").replace("plan_en", "plan_zh")
+            )
+        if not reference.exists():
+            continue
+        ref = json.loads(reference.read_text(encoding="utf-8").splitlines()[0])
+        for line in blob.decode("utf-8").splitlines():
+            row = json.loads(line)
+            assert list(row) == list(ref), path
+            assert [type(v) for v in row.values()] == [type(v) for v in ref.values()], path
+            compared += 1
+    in_reference = sum(n for name, n in plan.counts.items() if not name.startswith("env_setup_plan"))
+    assert compared == in_reference > 0

@@ -36,7 +36,7 @@ from extractors._patches import (
     shifted_windows,
     window,
 )
-from extractors.base import ExtractOptions, provenance_of
+from extractors.base import ExtractOptions, gold_step
 from schemas import GoldStep, Problem, Trajectory, content_id
 
 PATCH_TASKS = ("locate", "fix_patch", "test_patch")
@@ -65,19 +65,8 @@ def _gold(
     candidates: list[str],
     options: ExtractOptions,
 ) -> GoldStep:
-    return GoldStep(
-        step_id=content_id(name, task, traj.trajectory_id, index),
-        scenario=name,
-        task=task,
-        form="mcq",
-        trajectory_id=traj.trajectory_id,
-        step_index=index,
-        gold=gold,
-        fields=fields,
-        candidates=tuple(dict.fromkeys(c for c in candidates if c.strip() and c != gold)),
-        group=traj.source.instance_id,
-        provenance=provenance_of(traj, name, version, options.seed),
-    )
+    unique = tuple(dict.fromkeys(c for c in candidates if c.strip() and c != gold))
+    return gold_step(name, version, traj, task, index, gold, fields, options.seed, candidates=unique)
 
 
 def failed_patches(runs: Iterable[Trajectory]) -> dict[str, tuple[str, ...]]:

@@ -131,6 +131,41 @@ def provenance_of(traj: Trajectory, extractor_name: str, extractor_version: int,
     )
 
 
+def gold_step(
+    extractor_name: str,
+    extractor_version: int,
+    traj: Trajectory,
+    task: str,
+    index: int,
+    gold: str,
+    fields: dict[str, Any],
+    seed: int,
+    *,
+    candidates: tuple[str, ...] = (),
+    group: str | None = None,
+) -> GoldStep:
+    """A gold step of `task` at step `index` of `traj`: content-hash id, form from the task's row spec, provenance.
+
+    `group` (default: the run's instance id) names runs that may share a correct answer, so generators
+    never draw one's gold as another's distractor.
+    """
+    from schemas import content_id, task_spec
+
+    return GoldStep(
+        step_id=content_id(extractor_name, task, traj.trajectory_id, index),
+        scenario=extractor_name,
+        task=task,
+        form=task_spec(extractor_name, task).form,
+        trajectory_id=traj.trajectory_id,
+        step_index=index,
+        gold=gold,
+        fields=fields,
+        candidates=candidates,
+        group=traj.source.instance_id if group is None else group,
+        provenance=provenance_of(traj, extractor_name, extractor_version, seed),
+    )
+
+
 def truncate_middle(text: str, limit: int) -> str:
     """Keep the first and last `limit // 2` characters of `text` around an omission marker."""
     if limit <= 0 or len(text) <= limit:

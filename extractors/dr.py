@@ -42,7 +42,7 @@ from typing import Any
 
 from extractors._dr_wording import COMPLETION_TOOLS
 from extractors._dr_wrong_steps import RunView, wrong_steps
-from extractors.base import ExtractOptions, estimate_tokens, extractor, provenance_of, truncate_middle
+from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, truncate_middle
 from schemas import GoldStep, Problem, Step, Trajectory, content_id
 
 MAX_GOLD_CHARS = 2000
@@ -250,18 +250,17 @@ class DeepResearch:
         options: ExtractOptions,
         candidates: tuple[str, ...] = (),
     ) -> GoldStep:
-        return GoldStep(
-            step_id=content_id(self.name, task, traj.trajectory_id, index),
-            scenario=self.name,
-            task=task,
-            form="mcq" if task == "plan" else "completion",
-            trajectory_id=traj.trajectory_id,
-            step_index=index,
-            gold=gold,
-            fields=fields,
+        return gold_step(
+            self.name,
+            self.version,
+            traj,
+            task,
+            index,
+            gold,
+            fields,
+            options.seed,
             candidates=candidates,
             group=content_id("dr-query", traj.task),
-            provenance=provenance_of(traj, self.name, self.version, options.seed),
         )
 
     def _summ_ans(

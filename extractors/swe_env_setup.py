@@ -48,7 +48,7 @@ from extractors._envsetup_steps import (
     split_target,
     target_drop,
 )
-from extractors.base import ExtractOptions, estimate_tokens, extractor, provenance_of, truncate_middle
+from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, truncate_middle
 from extractors.readers.envsetup_common import run_of
 from extractors.readers.envsetup_shell import describe
 from schemas import GoldStep, Problem, Trajectory, content_id
@@ -134,18 +134,8 @@ class SweEnvSetup:
         options: ExtractOptions,
         candidates: tuple[str, ...] = (),
     ) -> GoldStep:
-        return GoldStep(
-            step_id=content_id(self.name, task, traj.trajectory_id, index),
-            scenario=self.name,
-            task=task,
-            form="completion" if task == "action" else "mcq",
-            trajectory_id=traj.trajectory_id,
-            step_index=index,
-            gold=gold,
-            fields=fields,
-            candidates=candidates,
-            group=traj.source.instance_id,
-            provenance=provenance_of(traj, self.name, self.version, options.seed),
+        return gold_step(
+            self.name, self.version, traj, task, index, gold, fields, options.seed, candidates=candidates
         )
 
     def _actions(

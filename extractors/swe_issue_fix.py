@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from extractors._swe_patch_tasks import PATCH_TASKS, failed_patches, patch_items
-from extractors.base import ExtractOptions, estimate_tokens, extractor, provenance_of, truncate_middle
+from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, truncate_middle
 from schemas import GoldStep, Problem, Step, Trajectory, content_id
 
 _INTENT = re.compile(
@@ -240,17 +240,8 @@ class SweIssueFix:
                     detail=f"{task}: system prompt and task alone exceed {options.max_context_tokens} tokens",
                 )
                 continue
-            yield GoldStep(
-                step_id=content_id(self.name, task, traj.trajectory_id, i),
-                scenario=self.name,
-                task=task,
-                form="mcq" if task == "plan" else "completion",
-                trajectory_id=traj.trajectory_id,
-                step_index=i,
-                gold=gold,
-                fields={"trajs": trajs, **fields},
-                group=traj.source.instance_id,
-                provenance=provenance_of(traj, self.name, self.version, options.seed),
+            yield gold_step(
+                self.name, self.version, traj, task, i, gold, {"trajs": trajs, **fields}, options.seed
             )
 
     @staticmethod

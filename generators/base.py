@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import ClassVar, NamedTuple, Protocol, runtime_checkable
 
-from schemas import GoldStep, Problem, Question
+from schemas import Distractor, GoldStep, Problem, Provenance, Question
 
 
 class PoolEntry(NamedTuple):
@@ -38,6 +38,14 @@ class DistractorGenerator(Protocol):
 
 def completion_question(step: GoldStep) -> Question:
     """A completion task needs no distractors: pose the gold as is."""
+    return posed(step)
+
+
+def posed(
+    step: GoldStep, distractors: Sequence[Distractor] = (), provenance: Provenance | None = None
+) -> Question:
+    """The question of `step`: the gold first (`gold_index=0`, positions are balanced later), then the distractors."""
+    mcq = step.form == "mcq"
     return Question(
         item_id=step.step_id,
         scenario=step.scenario,
@@ -47,5 +55,8 @@ def completion_question(step: GoldStep) -> Question:
         step_index=step.step_index,
         fields=step.fields,
         gold=step.gold,
-        provenance=step.provenance,
+        options=(step.gold, *(d.text for d in distractors)) if mcq else (),
+        gold_index=0 if mcq else None,
+        distractors=tuple(distractors),
+        provenance=provenance or step.provenance,
     )

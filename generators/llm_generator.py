@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 from rapidfuzz import fuzz
 
-from generators.base import PoolEntry, completion_question
+from generators.base import PoolEntry, completion_question, posed
 from generators.checks import context_text, flaw_terms
 from generators.llm import Checked, Job, LLMFailure, LLMReply, LLMRequest, Outcome, make_request
 from generators.llm_ledger import Ledger
@@ -291,20 +291,7 @@ class LLMDistractorGenerator:
                 "cost_usd": round(outcome.cost_usd, 8),
             }
         )
-        return Question(
-            item_id=step.step_id,
-            scenario=step.scenario,
-            task=step.task,
-            form=step.form,
-            trajectory_id=step.trajectory_id,
-            step_index=step.step_index,
-            fields=step.fields,
-            gold=step.gold,
-            options=(step.gold, *(d.text for d in outcome.value)),
-            gold_index=0,
-            distractors=tuple(outcome.value),
-            provenance=prov,
-        )
+        return posed(step, outcome.value, prov)
 
     def usage_report(self) -> dict[str, Any]:
         """Tokens and cost of this build per task and model (`Ledger.report`)."""

@@ -22,7 +22,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-from generators.base import PoolEntry, completion_question
+from generators.base import PoolEntry, completion_question, posed
 from generators.baselines import centrality
 from generators.text import jaccard, similarity, tokens
 from schemas import Distractor, GoldStep, Problem, Question, content_id
@@ -113,20 +113,7 @@ class OfflineGenerator:
             prov = step.provenance.model_copy(
                 update={"generator": self.name, "generator_version": self.version}
             )
-            yield Question(
-                item_id=step.step_id,
-                scenario=step.scenario,
-                task=step.task,
-                form=step.form,
-                trajectory_id=step.trajectory_id,
-                step_index=step.step_index,
-                fields=step.fields,
-                gold=step.gold,
-                options=(step.gold, *(d.text for d in picked)),
-                gold_index=0,
-                distractors=tuple(picked),
-                provenance=prov,
-            )
+            yield posed(step, picked, prov)
 
     def _order(
         self, ranked: list[int], pool: Sequence[PoolEntry], size: int, rng: random.Random, lead: bool

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import pyarrow.parquet as pq
 from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect.cache_policies import NO_CACHE, CacheKeyFnPolicy
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from extractors.base import ExtractOptions
@@ -112,8 +112,7 @@ def _cached(t: Any, config: BuildConfig) -> Any:
     if not config.limits.cache:
         return t
     return t.with_options(
-        cache_policy=None,
-        cache_key_fn=_key_from_parameter,
+        cache_policy=CacheKeyFnPolicy(cache_key_fn=_key_from_parameter),
         persist_result=True,
         result_storage=Path(config.out_dir).resolve() / ".cache" / "prefect-results",
     )

@@ -59,6 +59,15 @@ def reviewed(tmp_path, samples_dir):
     return cfg, queue, decided
 
 
+@pytest.fixture(autouse=True)
+def _own_datasets_cache(tmp_path, monkeypatch):
+    """`datasets` caches a local folder by its name and config alone (5.x: not by content), so two releases
+    in folders both named `release` would read each other's rows; each test gets its own cache."""
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets-cache")
+
+
 def _prepare(cfg, queue, repo=None):
     return prepare(cfg, queue.verified(), json.loads((cfg.output_dir() / "report.json").read_text()), repo)
 

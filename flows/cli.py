@@ -261,6 +261,9 @@ def publish(
             name, str(n), str(c.get("added", 0)), str(c.get("removed", 0)), str(c.get("changed", 0))
         )
     out.print(table)
+    if dry_run:
+        for path, size in plan["files"].items():
+            out.print(f"  would write {path} ({size} bytes)", highlight=False)
     out.print(
         f"files: {len(plan['files'])} ({sum(plan['files'].values())} bytes); excluded: {_fmt(plan['excluded'])}",
         highlight=False,

@@ -23,7 +23,7 @@ import orjson
 
 from extractors.base import ReadError, truncate_middle
 from extractors.readers._text import jsonish, parse_text_call, render_call, text_of
-from schemas import Action, Step
+from schemas import Action, Source, Step, Trajectory, content_id
 
 DEFAULT_MAX_OBSERVATION_CHARS = 32_000
 """Reader-level cap on one observation, in characters (head and tail kept)."""
@@ -245,3 +245,47 @@ def first_user_index(msgs: list[dict[str, Any]], roles: tuple[str, ...] = ("user
         if m.get("role") in roles and not m.get("is_demo") and text(m.get("content")).strip():
             return i
     raise ReadError("missing_task", "no non-demonstration user message holding the task")
+
+
+def answered_run(
+    reader: Any,
+    origin: Any,
+    *,
+    native: str,
+    task: str,
+    steps: tuple[Step, ...],
+    final: str | None,
+    golds: list[str],
+    agent: str,
+    meta: dict[str, Any],
+    system: str = "",
+    prompt: str = "",
+    instance_id: str | None = None,
+    tool_set: tuple[dict[str, Any], ...] = (),
+) -> Trajectory:
+    """A deep-research run: labelled by matching its final answer against the gold aliases."""
+    from extractors.readers.answers import judge_answer
+
+    iid = native if instance_id is None else instance_id
+    return Trajectory(
+        trajectory_id=content_id(reader.name, origin.id_path, origin.line, iid),
+        kind="dr",
+        task=task,
+        system_prompt=system,
+        prompt=prompt or task,
+        steps=steps,
+        outcome=judge_answer(final, golds).outcome(),
+        source=Source(
+            format=reader.name,
+            reader_version=reader.version,
+            file=origin.file,
+            line=origin.line,
+            agent=agent,
+            instance_id=iid,
+            native_id=native,
+        ),
+        final_answer=final,
+        gold_answer=golds[0] if golds else None,
+        tool_set=tool_set,
+        meta=meta,
+    )

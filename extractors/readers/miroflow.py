@@ -22,14 +22,15 @@ from extractors.base import Origin, ReadError, reader
 from extractors.readers._chat import (
     DEFAULT_MAX_OBSERVATION_CHARS,
     StepBuilder,
+    answered_run,
     as_record,
     first_user_index,
     messages_of,
     text,
     text_calls,
 )
-from extractors.readers.answers import boxed, final_answer_of, gold_aliases, judge_answer
-from schemas import Source, Trajectory, content_id
+from extractors.readers.answers import boxed, final_answer_of, gold_aliases
+from schemas import Trajectory
 
 _INSTRUCTIONS = re.compile(r"\n\s*\n\s*(?:Your task is to|You should follow the format|Please note)", re.S)
 _GOLD_KEYS = ("ground_truth", "gold_answer", "answer", "expected_answer")
@@ -86,24 +87,16 @@ class MiroFlow:
         built = steps.build()
         native = str(record.get("task_id") or Path(origin.file).parent.name or Path(origin.file).stem)
         meta: dict[str, Any] = {"summary": summary} if summary else {}
-        return Trajectory(
-            trajectory_id=content_id(self.name, origin.id_path, origin.line, native),
-            kind="dr",
+        return answered_run(
+            self,
+            origin,
+            native=native,
             task=question,
-            system_prompt=system,
-            prompt=prompt,
             steps=built,
-            outcome=judge_answer(final, golds).outcome(),
-            source=Source(
-                format=self.name,
-                reader_version=self.version,
-                file=origin.file,
-                line=origin.line,
-                agent="miroflow",
-                instance_id=native,
-                native_id=native,
-            ),
-            final_answer=final,
-            gold_answer=golds[0] if golds else None,
+            final=final,
+            golds=golds,
+            agent="miroflow",
             meta={**meta, **steps.meta()},
+            system=system,
+            prompt=prompt,
         )

@@ -22,13 +22,14 @@ from extractors.readers._chat import (
     DEFAULT_MAX_OBSERVATION_CHARS,
     Call,
     StepBuilder,
+    answered_run,
     as_dict,
     as_list,
     as_record,
     render,
 )
-from extractors.readers.answers import gold_aliases, judge_answer
-from schemas import Source, Trajectory, content_id
+from extractors.readers.answers import gold_aliases
+from schemas import Trajectory
 
 _OBSERVATIONS = {"code_execution_result", "action_execution_failure"}
 _CONTROL = {"set_next_node"}
@@ -131,23 +132,19 @@ class TapeAgents:
         extra = {
             k: meta[k] for k in ("error", "terminated", "attempt_number", "level") if meta.get(k) is not None
         }
-        return Trajectory(
-            trajectory_id=content_id(self.name, origin.id_path, origin.line, instance_id),
-            kind="dr",
+        # (the id hashes the instance id; native_id keeps the tape's own id)
+        run = answered_run(
+            self,
+            origin,
+            native=instance_id,
             task=task.strip(),
-            prompt=task,
             steps=built,
-            outcome=judge_answer(final, golds).outcome(),
-            source=Source(
-                format=self.name,
-                reader_version=self.version,
-                file=origin.file,
-                line=origin.line,
-                agent=f"tapeagents {meta.get('author') or ''}".strip(),
-                instance_id=instance_id,
-                native_id=str(meta.get("id") or instance_id),
-            ),
-            final_answer=final,
-            gold_answer=golds[0] if golds else None,
+            final=final,
+            golds=golds,
+            agent=f"tapeagents {meta.get('author') or ''}".strip(),
             meta={**extra, **steps.meta()},
+            prompt=task,
+        )
+        return run.model_copy(
+            update={"source": run.source.model_copy(update={"native_id": str(meta.get("id") or instance_id)})}
         )

@@ -20,14 +20,15 @@ from extractors.base import Origin, ReadError, reader
 from extractors.readers._chat import (
     DEFAULT_MAX_OBSERVATION_CHARS,
     StepBuilder,
+    answered_run,
     as_record,
     first_user_index,
     messages_of,
     text,
     text_calls,
 )
-from extractors.readers.answers import final_answer_of, gold_aliases, judge_answer
-from schemas import Source, Trajectory, content_id
+from extractors.readers.answers import final_answer_of, gold_aliases
+from schemas import Trajectory
 
 _RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*(?:</tool_response>|\Z)", re.S)
 _ANSWER = re.compile(r"<answer>", re.I)
@@ -98,25 +99,17 @@ class WebDancer:
         functions = record.get("functions")
         tool_set = tuple(f for f in functions if isinstance(f, dict)) if isinstance(functions, list) else ()
         meta: dict[str, Any] = {k: record[k] for k in ("tag", "task") if isinstance(record.get(k), str)}
-        return Trajectory(
-            trajectory_id=content_id(self.name, origin.id_path, origin.line, native),
-            kind="dr",
+        return answered_run(
+            self,
+            origin,
+            native=native,
             task=question,
-            system_prompt=system,
-            prompt=prompt,
             steps=built,
-            outcome=judge_answer(final, golds).outcome(),
-            source=Source(
-                format=self.name,
-                reader_version=self.version,
-                file=origin.file,
-                line=origin.line,
-                agent="webdancer",
-                instance_id=native,
-                native_id=native,
-            ),
-            final_answer=final,
-            gold_answer=golds[0] if golds else None,
-            tool_set=tool_set,
+            final=final,
+            golds=golds,
+            agent="webdancer",
             meta={**meta, **steps.meta()},
+            system=system,
+            prompt=prompt,
+            tool_set=tool_set,
         )

@@ -3,7 +3,7 @@
 Why this exists
 ---------------
 aptforge talks to LLM providers through the *real* official SDKs (``openai`` 3.x
-and ``anthropic`` 2.x).  Those SDKs use the ``httpx2`` transport, so respx-style
+and ``anthropic`` 2.x).  Those SDKs use the ``httpx2`` transport, so mocking-library
 transport mocks do not apply, and the project never monkeypatches SDKs.  Tests
 therefore point the real clients at this server on ``127.0.0.1``, which speaks
 the providers' wire protocols closely enough that the SDKs' own request

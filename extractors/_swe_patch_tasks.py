@@ -36,7 +36,7 @@ from extractors._patches import (
     shifted_windows,
     window,
 )
-from extractors.base import ExtractOptions, gold_step
+from extractors.base import ExtractOptions, gold_step, location
 from schemas import GoldStep, Problem, Trajectory, content_id
 
 PATCH_TASKS = ("locate", "fix_patch", "test_patch")
@@ -45,7 +45,7 @@ MAX_GOLD_CHARS = 6000
 
 
 def _where(traj: Trajectory) -> str:
-    return traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
+    return location(traj)
 
 
 def _problem(traj: Trajectory, task: str, reason: str, detail: str, severity: str = "info") -> Problem:

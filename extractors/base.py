@@ -131,6 +131,11 @@ def provenance_of(traj: Trajectory, extractor_name: str, extractor_version: int,
     )
 
 
+def location(traj: Trajectory) -> str:
+    """`file:line` (or `file`) of a trajectory's raw record, for Problems."""
+    return traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
+
+
 def gold_step(
     extractor_name: str,
     extractor_version: int,

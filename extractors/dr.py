@@ -42,7 +42,7 @@ from typing import Any
 
 from extractors._dr_wording import COMPLETION_TOOLS
 from extractors._dr_wrong_steps import RunView, wrong_steps
-from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, truncate_middle
+from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, truncate_middle
 from schemas import GoldStep, Problem, Step, Trajectory, content_id
 
 MAX_GOLD_CHARS = 2000
@@ -218,7 +218,7 @@ class DeepResearch:
     """Gold next steps and final answers from successful deep-research runs."""
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
-        where = traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
+        where = location(traj)
         if task not in self.tasks:
             yield Problem(
                 where=where,

@@ -48,7 +48,7 @@ from extractors._envsetup_steps import (
     split_target,
     target_drop,
 )
-from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, truncate_middle
+from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, truncate_middle
 from extractors.readers.envsetup_common import run_of
 from extractors.readers.envsetup_shell import describe
 from schemas import GoldStep, Problem, Trajectory, content_id
@@ -85,7 +85,7 @@ class SweEnvSetup:
         self.library = library
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
-        where = traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
+        where = location(traj)
         if task not in self.tasks:
             yield Problem(
                 where=where,

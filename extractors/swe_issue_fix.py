@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from extractors._swe_patch_tasks import PATCH_TASKS, failed_patches, patch_items
-from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, truncate_middle
+from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, truncate_middle
 from schemas import GoldStep, Problem, Step, Trajectory, content_id
 
 _INTENT = re.compile(
@@ -230,7 +230,7 @@ class SweIssueFix:
                 )
                 gold = step.action.raw.strip() if step.action else ""
                 fields = {"tool_set": self._tool_set(traj)}
-            where = traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
+            where = location(traj)
             if trajs is None:
                 yield Problem(
                     where=f"{where}#step{i}",

@@ -136,6 +136,18 @@ def location(traj: Trajectory) -> str:
     return traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
 
 
+def unknown_task(extractor: Any, traj: Trajectory, task: str) -> Problem | None:
+    """A Problem when `extractor` has no `task` (never an exception that stops a run)."""
+    if task in extractor.tasks:
+        return None
+    return Problem(
+        where=location(traj),
+        stage="extract",
+        reason="unknown_task",
+        detail=f"{extractor.name} has no task {task!r}",
+    )
+
+
 def gold_step(
     extractor_name: str,
     extractor_version: int,

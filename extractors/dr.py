@@ -42,7 +42,15 @@ from typing import Any
 
 from extractors._dr_wording import COMPLETION_TOOLS
 from extractors._dr_wrong_steps import RunView, wrong_steps
-from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, truncate_middle
+from extractors.base import (
+    ExtractOptions,
+    estimate_tokens,
+    extractor,
+    gold_step,
+    location,
+    truncate_middle,
+    unknown_task,
+)
 from schemas import GoldStep, Problem, Step, Trajectory, content_id
 
 MAX_GOLD_CHARS = 2000
@@ -219,13 +227,8 @@ class DeepResearch:
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
         where = location(traj)
-        if task not in self.tasks:
-            yield Problem(
-                where=where,
-                stage="extract",
-                reason="unknown_task",
-                detail=f"{self.name} has no task {task!r}",
-            )
+        if (problem := unknown_task(self, traj, task)) is not None:
+            yield problem
             return
         lang = language(traj.task)
         common = {

@@ -48,7 +48,15 @@ from extractors._envsetup_steps import (
     split_target,
     target_drop,
 )
-from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, truncate_middle
+from extractors.base import (
+    ExtractOptions,
+    estimate_tokens,
+    extractor,
+    gold_step,
+    location,
+    truncate_middle,
+    unknown_task,
+)
 from extractors.readers.envsetup_common import run_of
 from extractors.readers.envsetup_shell import describe
 from schemas import GoldStep, Problem, Trajectory, content_id
@@ -86,13 +94,8 @@ class SweEnvSetup:
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
         where = location(traj)
-        if task not in self.tasks:
-            yield Problem(
-                where=where,
-                stage="extract",
-                reason="unknown_task",
-                detail=f"{self.name} has no task {task!r}",
-            )
+        if (problem := unknown_task(self, traj, task)) is not None:
+            yield problem
             return
         try:
             run = run_of(traj)

@@ -30,7 +30,15 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from extractors._swe_patch_tasks import PATCH_TASKS, failed_patches, patch_items
-from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, truncate_middle
+from extractors.base import (
+    ExtractOptions,
+    estimate_tokens,
+    extractor,
+    gold_step,
+    location,
+    truncate_middle,
+    unknown_task,
+)
 from schemas import GoldStep, Problem, Step, Trajectory, content_id
 
 _INTENT = re.compile(
@@ -185,13 +193,8 @@ class SweIssueFix:
         self.failed_patches = failed
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
-        if task not in self.tasks:
-            yield Problem(
-                where=traj.trajectory_id,
-                stage="extract",
-                reason="unknown_task",
-                detail=f"{self.name} has no task {task!r}",
-            )
+        if (problem := unknown_task(self, traj, task)) is not None:
+            yield problem
             return
         if task in PATCH_TASKS:
             failed = self.failed_patches.get(traj.source.instance_id, ())

@@ -9,6 +9,7 @@ changed meanwhile the reviewer gets a 409 page saying who changed it, and nothin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -190,6 +191,19 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
     def item(request: Request, item_id: str) -> Response:
         return show_item(request, item_id)
 
+    def saved(
+        request: Request, item_id: str, note: str, msg: str, invalid: int, apply: Callable[[], None]
+    ) -> Response:
+        """Run a decision or an edit; on success go to the next item, else show this one with the reason."""
+        try:
+            apply()
+        except Conflict as exc:
+            return show_item(request, item_id, 409, conflict=str(exc), note=note)
+        except QueueError as exc:
+            status = 404 if exc.reason == "unknown_item" else invalid
+            return show_item(request, item_id, status, error=str(exc), note=note)
+        return RedirectResponse("/next?" + urlencode({**filters_of(request), "msg": msg}), status_code=303)
+
     @app.post("/items/{item_id}/decision")
     def decide(
         request: Request,
@@ -202,7 +216,8 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
         reviewer = me(request)
         if decision.strip().lower().startswith("reject") and not note.strip():
             return show_item(request, item_id, 422, error="A rejection needs a note saying why.", note=note)
-        try:
+
+        def apply() -> None:
             queue.decide(
                 item_id,
                 reviewer,
@@ -212,15 +227,8 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
                 note=note.strip(),
                 origin="app",
             )
-        except Conflict as exc:
-            return show_item(request, item_id, 409, conflict=str(exc), note=note)
-        except QueueError as exc:
-            return show_item(
-                request, item_id, 404 if exc.reason == "unknown_item" else 400, error=str(exc), note=note
-            )
-        return RedirectResponse(
-            "/next?" + urlencode({**filters_of(request), "msg": "saved"}), status_code=303
-        )
+
+        return saved(request, item_id, note, "saved", 400, apply)
 
     @app.post("/items/{item_id}/edit")
     def edit(
@@ -234,9 +242,11 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
         gold: Annotated[str | None, Form()] = None,
     ) -> Response:
         reviewer = me(request)
-        try:
-            current = queue.get(item_id).question
-            edited = revised(current, reviewer, options=option, gold_index=gold_index, gold=gold)
+
+        def apply() -> None:
+            edited = revised(
+                queue.get(item_id).question, reviewer, options=option, gold_index=gold_index, gold=gold
+            )
             queue.edit(
                 item_id,
                 reviewer,
@@ -246,15 +256,8 @@ def create_app(queue: Queue, *, tokens: dict[str, str] | None = None, page_size:
                 note=note.strip(),
                 origin="app",
             )
-        except Conflict as exc:
-            return show_item(request, item_id, 409, conflict=str(exc), note=note)
-        except QueueError as exc:
-            return show_item(
-                request, item_id, 404 if exc.reason == "unknown_item" else 422, error=str(exc), note=note
-            )
-        return RedirectResponse(
-            "/next?" + urlencode({**filters_of(request), "msg": "edited"}), status_code=303
-        )
+
+        return saved(request, item_id, note, "edited", 422, apply)
 
     @app.get("/agreement")
     def agreement(request: Request) -> Response:

@@ -95,7 +95,7 @@ class WebDancer:
             raise ReadError("missing_task", "the first user turn holds no question")
         golds = gold_aliases(record.get("answer"))
         built = steps.build()
-        native = str(record.get("id") or record.get("qid") or f"{origin.file}:{origin.line}")
+        native = str(record.get("id") or record.get("qid") or f"{origin.id_path}:{origin.line}")
         functions = record.get("functions")
         tool_set = tuple(f for f in functions if isinstance(f, dict)) if isinstance(functions, list) else ()
         meta: dict[str, Any] = {k: record[k] for k in ("tag", "task") if isinstance(record.get(k), str)}

@@ -37,7 +37,7 @@ from extractors._patches import (
     window,
 )
 from extractors.base import ExtractOptions, gold_step, location
-from schemas import GoldStep, Problem, Trajectory, content_id
+from schemas import Candidate, GoldStep, Problem, Trajectory, content_id
 
 PATCH_TASKS = ("locate", "fix_patch", "test_patch")
 #: Longest gold accepted, in characters (an option must fit a prompt next to three others).
@@ -62,11 +62,14 @@ def _gold(
     index: int,
     gold: str,
     fields: dict[str, Any],
-    candidates: list[str],
+    candidates: list[tuple[str, str]],
     options: ExtractOptions,
 ) -> GoldStep:
-    unique = tuple(dict.fromkeys(c for c in candidates if c.strip() and c != gold))
-    return gold_step(name, version, traj, task, index, gold, fields, options.seed, candidates=unique)
+    """`candidates`: (origin, text) pairs in preference order; the first origin of a repeated text wins."""
+    unique = {text: origin for origin, text in reversed(candidates) if text.strip() and text != gold}
+    ordered = dict.fromkeys(text for _, text in candidates if text in unique)
+    made = tuple(Candidate(text=t, origin=unique[t]) for t in ordered)
+    return gold_step(name, version, traj, task, index, gold, fields, options.seed, candidates=made)
 
 
 def failed_patches(runs: Iterable[Trajectory]) -> dict[str, tuple[str, ...]]:
@@ -93,9 +96,13 @@ def patch_items(
         if len(gold) > MAX_GOLD_CHARS:
             yield _problem(traj, task, "patch_too_long", f"{len(gold)} chars > {MAX_GOLD_CHARS}", "warning")
             return
-        theirs = [render_patch(fs) for p in failed if (fs := [f for f in parse_patch(p) if not f.is_test])]
+        theirs = [
+            ("same_instance:failed_run", render_patch(fs))
+            for p in failed
+            if (fs := [f for f in parse_patch(p) if not f.is_test])
+        ]
         rng = random.Random(content_id(options.seed, traj.trajectory_id, task))
-        mutated = [text for _, text in mutate_patch(source, rng)]
+        mutated = [(f"rule:mutation:{kind}", text) for kind, text in mutate_patch(source, rng)]
         fields = {"issue_statement": traj.task}
         yield _gold(traj, name, version, task, 0, gold, fields, theirs + mutated, options)
     else:
@@ -123,7 +130,10 @@ def _locate(
                 f"the {sum(len(reads.views[p]) for p in seen)} original lines the run displayed",
             )
             continue
-        shifted = ["\n".join(text) for _, text in shifted_windows(lines, h.old_start, len(pre))]
+        shifted = [
+            ("rule:shifted_window", "\n".join(text))
+            for _, text in shifted_windows(lines, h.old_start, len(pre))
+        ]
         yield _gold(
             traj, name, version, "locate", k, "\n".join(pre), {"issue_statement": traj.task}, shifted, options
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
-from schemas import GoldStep, Problem, Trajectory
+from schemas import Candidate, GoldStep, Problem, Trajectory
 
 READER_TAG = "__aptforge_reader__"
 EXTRACTOR_TAG = "__aptforge_extractor__"
@@ -158,11 +158,12 @@ def gold_step(
     fields: dict[str, Any],
     seed: int,
     *,
-    candidates: tuple[str, ...] = (),
+    candidates: tuple[Candidate, ...] = (),
     group: str | None = None,
 ) -> GoldStep:
     """A gold step of `task` at step `index` of `traj`: content-hash id, form from the task's row spec, provenance.
 
+    `candidates` are the scenario's own wrong options in preference order, each tagged with its origin.
     `group` (default: the run's instance id) names runs that may share a correct answer, so generators
     never draw one's gold as another's distractor.
     """

@@ -51,7 +51,7 @@ from extractors.base import (
     truncate_middle,
     unknown_task,
 )
-from schemas import GoldStep, Problem, Step, Trajectory, content_id
+from schemas import Candidate, GoldStep, Problem, Step, Trajectory, content_id
 
 MAX_GOLD_CHARS = 2000
 MAX_ANSWER_CHARS = 100
@@ -251,7 +251,7 @@ class DeepResearch:
         gold: str,
         fields: dict[str, Any],
         options: ExtractOptions,
-        candidates: tuple[str, ...] = (),
+        candidates: tuple[Candidate, ...] = (),
     ) -> GoldStep:
         return gold_step(
             self.name,
@@ -336,9 +336,17 @@ class DeepResearch:
             gold = dumps(objects[i])
             run = RunView(objects, [s.observation for s in steps], i, traj.task, lang, tools)
             item_rng = random.Random(content_id(options.seed, traj.trajectory_id, "plan", i))
-            made = [dumps(c.step) for c in wrong_steps(run, item_rng)]
+            made_steps = wrong_steps(run, item_rng)
+            made = [dumps(c.step) for c in made_steps]
             theirs = [dumps(w) for w in real.get(i, []) if isinstance(w, dict) and "execution" in w]
-            candidates = tuple(dict.fromkeys(c for c in merge_candidates(theirs, made) if c != gold))
+            origin = {t: "llm:aptbench" for t in theirs}
+            for c, text in zip(made_steps, made, strict=True):
+                origin.setdefault(text, f"rule:{c.family}")
+            candidates = tuple(
+                Candidate(text=c, origin=origin[c])
+                for c in dict.fromkeys(merge_candidates(theirs, made))
+                if c != gold
+            )
             fields = {
                 **common,
                 "qid": f"traj_{common['traj_id']}_step_{len(context) - 1}",

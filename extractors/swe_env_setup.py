@@ -59,7 +59,7 @@ from extractors.base import (
 )
 from extractors.readers.envsetup_common import run_of
 from extractors.readers.envsetup_shell import describe
-from schemas import GoldStep, Problem, Trajectory, content_id
+from schemas import Candidate, GoldStep, Problem, Trajectory, content_id
 from schemas.envsetup import EnvSetupRun
 
 
@@ -135,7 +135,7 @@ class SweEnvSetup:
         gold: str,
         fields: dict[str, str],
         options: ExtractOptions,
-        candidates: tuple[str, ...] = (),
+        candidates: tuple[Candidate, ...] = (),
     ) -> GoldStep:
         return gold_step(
             self.name, self.version, traj, task, index, gold, fields, options.seed, candidates=candidates
@@ -206,15 +206,23 @@ class SweEnvSetup:
             others = [t for k, t in worked.items() if k != p.fail]
             rng = random.Random(content_id(options.seed, traj.trajectory_id, "error", p.fail))
             ranked = self._library_fixes(run, p.signature, rng)
-            cands = [
-                c
-                for c in dict.fromkeys(own + ranked[0] + failed_elsewhere + ranked[1] + others + ranked[2])
-                if c and similarity(c, gold, 0.85) < 0.85
-            ][:30]
-            fields = self._issue(run, p, options)
-            out.append(
-                self._gold(traj, "error", p.fail, gold, fields, options, balance_lengths(gold, cands, rng))
+            tiers = (
+                ("same_run:failed_fix", own),
+                ("other_run:same_repo_error", ranked[0]),
+                ("same_run:failing_command", failed_elsewhere),
+                ("other_run:same_repo_or_kind", ranked[1]),
+                ("same_run:other_error_fix", others),
+                ("other_run:any", ranked[2]),
             )
+            origin: dict[str, str] = {}
+            for name, texts in tiers:
+                for t in texts:
+                    origin.setdefault(t, name)
+            cands = [c for c in origin if c and similarity(c, gold, 0.85) < 0.85][:30]
+            fields = self._issue(run, p, options)
+            ordered = balance_lengths(gold, cands, rng)
+            made = tuple(Candidate(text=c, origin=origin[c]) for c in ordered)
+            out.append(self._gold(traj, "error", p.fail, gold, fields, options, made))
         return out
 
     def _library_fixes(
@@ -306,4 +314,5 @@ class SweEnvSetup:
                 )
             ]
         fields = {"repo_info": repo_info(run, options.max_context_tokens * 4)}
-        return [self._gold(traj, "plan", 0, render_plan(plan, star=True), fields, options, tuple(cands))]
+        made = tuple(Candidate(text=c, origin="rule:plan_edit") for c in cands)
+        return [self._gold(traj, "plan", 0, render_plan(plan, star=True), fields, options, made)]

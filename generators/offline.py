@@ -143,12 +143,12 @@ class OfflineGenerator:
     ) -> list[Distractor]:
         taken = [step.gold]
         picked: list[Distractor] = []
-        for i, cand in enumerate(step.candidates):
+        for cand in step.candidates:
             if len(picked) == need:
                 return picked
-            if self._acceptable(cand, taken):
-                taken.append(cand)
-                picked.append(Distractor(text=cand, origin=f"scenario:{i}"))
+            if self._acceptable(cand.text, taken):
+                taken.append(cand.text)
+                picked.append(Distractor(text=cand.text, origin=cand.origin))
         gold_tokens = tokens(step.gold)
         ranked = sorted(
             (i for i, e in enumerate(pool) if e.step_id != step.step_id),

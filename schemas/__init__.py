@@ -10,13 +10,15 @@ from schemas.problems import Problem
 from schemas.provenance import Provenance
 from schemas.questions import LETTERS, Distractor, Question
 from schemas.rows import TASKS, TaskSpec, candidate_schema, content_hash, question_row, rows_table, task_spec
-from schemas.steps import Form, GoldStep
+from schemas.steps import CANDIDATE_SOURCES, Candidate, Form, GoldStep, candidate_source
 from schemas.trajectory import Action, Label, Outcome, Source, Step, Trajectory
 
 __all__ = [
+    "CANDIDATE_SOURCES",
     "LETTERS",
     "TASKS",
     "Action",
+    "Candidate",
     "Distractor",
     "Form",
     "GoldStep",
@@ -33,6 +35,7 @@ __all__ = [
     "Trajectory",
     "Verdict",
     "candidate_schema",
+    "candidate_source",
     "content_hash",
     "content_id",
     "question_row",

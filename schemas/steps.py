@@ -15,6 +15,27 @@ from schemas.provenance import Provenance
 
 Form = Literal["mcq", "completion"]
 
+#: Where a distractor candidate comes from (the part of `Candidate.origin` before the first `:`).
+#: `rule` made by a rule from this run's own context or gold (a shifted window, a mutated patch, an
+#: edited plan); `same_run` a real but wrong step of this run (a fix that did not work); `same_instance`
+#: a failed run of the same instance; `other_run` a step of another run (same repository or framework
+#: first); `llm` written by a language model (`llm:<model>`).
+CANDIDATE_SOURCES = ("rule", "same_run", "same_instance", "other_run", "llm")
+
+
+def candidate_source(origin: str) -> str:
+    """The source family of an origin string (`rule:shifted_window` -> `rule`)."""
+    return origin.split(":", 1)[0]
+
+
+class Candidate(Model):
+    """A wrong option proposed for a gold step, tagged with where it came from."""
+
+    text: str
+    """Option text, in the gold's own format."""
+    origin: str
+    """`<source>:<detail>`, source one of `CANDIDATE_SOURCES` (e.g. `same_instance:failed_run`)."""
+
 
 class GoldStep(Model):
     """One gold answer with its context, before distractors exist."""
@@ -35,8 +56,8 @@ class GoldStep(Model):
     """The gold answer text (a plan, a command, a JSON step...)."""
     fields: dict[str, Any] = Field(default_factory=dict)
     """Context fields of the published row (APTBench names), without choices/answer."""
-    candidates: tuple[str, ...] = ()
-    """Scenario-specific wrong options (e.g. shifted windows); generators may use them."""
+    candidates: tuple[Candidate, ...] = ()
+    """Scenario-made wrong options in preference order, each with its origin; generators may use them."""
     group: str = ""
     """Grouping key for distractor pools (e.g. instance id, language)."""
     provenance: Provenance

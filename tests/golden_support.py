@@ -86,7 +86,7 @@ def golden_records(golds: list[GoldStep]) -> list[dict[str, Any]]:
                 "fields": sorted(g.fields),
                 "fields_hash": content_id(g.fields, length=12),
                 "candidates": len(g.candidates),
-                "candidates_hash": content_id(list(g.candidates), length=12),
+                "candidates_hash": content_id([c.text for c in g.candidates], length=12),
             }
         )
     return out

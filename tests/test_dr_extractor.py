@@ -154,8 +154,9 @@ def test_real_wrong_steps_of_aptbench_rows_lead_the_candidates():
     traj = _traj(STEPS, meta={"wrong_next_steps": {"1": real}})
     golds, _ = _golds(traj, "plan")
     g = next(g for g in golds if g.step_index == 1)
-    assert json.loads(g.candidates[0]) == real[0] and json.loads(g.candidates[2]) == real[1]
-    assert g.gold not in g.candidates and len(set(g.candidates)) == len(g.candidates)
+    assert json.loads(g.candidates[0].text) == real[0] and json.loads(g.candidates[2].text) == real[1]
+    texts = [c.text for c in g.candidates]
+    assert g.gold not in texts and len(set(texts)) == len(texts)
     # with one item per run, the step APTBench posed is the one chosen
     one = _golds(traj, "plan", OPTS._replace(max_items_per_trajectory=1))[0]
     assert [x.step_index for x in one] == [1]

@@ -51,7 +51,7 @@ def test_aptbench_rows_rebuilt_into_runs_give_items_whose_baselines_stay_near_ch
             or {}
         )
     ]
-    assert len(posed) >= 300 and all(json.loads(g.candidates[0])["execution"] for g in posed)
+    assert len(posed) >= 300 and all(json.loads(g.candidates[0].text)["execution"] for g in posed)
     questions, _ = stages.generate_stage(OfflineGenerator(seed=5), plan, stages.pool_of(plan), 6)
     passed, _ = stages.check_stage(questions)
     items = [Mcq(q.item_id, q.options, q.gold_index) for q in balance_positions(passed, 5)]

@@ -103,10 +103,10 @@ def test_the_error_gold_is_the_fix_that_worked_and_the_failed_attempt_is_a_distr
     assert len(golds) == 1
     g = golds[0]
     assert g.gold == "1. Run `pip install pyyaml`"
-    assert "1. Run `apt-get install -y libyaml-dev`" in g.candidates
+    assert "1. Run `apt-get install -y libyaml-dev`" in [c.text for c in g.candidates]
     assert g.fields["issue_title"].startswith("ModuleNotFoundError: No module named 'yaml'")
     assert "python train.py" in g.fields["issue_body"] and "1. Create" not in g.fields["setup_instruct"]
-    assert all(similarity(c, g.gold) < 0.85 for c in g.candidates)  # observed fixes, never edited copies
+    assert all(similarity(c.text, g.gold) < 0.85 for c in g.candidates)  # observed fixes, never edited copies
 
 
 def test_a_failure_that_never_went_away_gives_no_error_item():
@@ -136,7 +136,7 @@ def test_fixes_that_failed_in_other_runs_become_distractors_of_the_same_repo():
     )
     extractor = stages.make_extractor(SweEnvSetup, library)
     golds, _ = _golds(_traj(RUN), "error", extractor)
-    assert "1. Run `pip install yaml-tools`" in golds[0].candidates
+    assert "1. Run `pip install yaml-tools`" in [c.text for c in golds[0].candidates]
 
 
 def test_every_plan_distractor_is_checked_wrong_by_the_runs_evidence(samples_dir):
@@ -191,7 +191,7 @@ def test_the_bundled_samples_give_items_of_all_three_tasks_that_the_offline_gene
         assert problems == [] and len(questions) == len(golds[task])
         assert all(len(q.options) == 7 and q.options[q.gold_index] == q.gold for q in questions)
         if task == "plan":  # plan options come only from the checked-wrong candidates
-            assert all(d.origin.startswith("scenario:") for q in questions for d in q.distractors)
+            assert all(d.origin == "rule:plan_edit" for q in questions for d in q.distractors)
 
 
 @pytest.mark.parametrize("seed", [1, 2])

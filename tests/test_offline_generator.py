@@ -8,7 +8,7 @@ from generators.balance import balance_positions
 from generators.base import PoolEntry
 from generators.offline import OfflineGenerator
 from generators.text import similarity
-from schemas import GoldStep, Problem, Provenance, Question
+from schemas import Candidate, GoldStep, Problem, Provenance, Question
 
 PROV = Provenance(source_file="x", source_format="swe_agent_traj", extractor="swe_issue_fix")
 PLANS = [
@@ -68,11 +68,16 @@ def test_too_small_a_pool_gives_a_problem_not_a_short_question():
 
 def test_scenario_candidates_are_used_first():
     g = _gold(0, "I need to open the parser module").model_copy(
-        update={"candidates": ("alpha beta", "gamma delta")}
+        update={
+            "candidates": (
+                Candidate(text="alpha beta", origin="rule:a"),
+                Candidate(text="gamma delta", origin="same_instance:b"),
+            )
+        }
     )
     pool = _pool([_gold(i, t) for i, t in enumerate(PLANS)])
     (q,) = list(OfflineGenerator().generate([g], pool, 4))
-    assert [d.origin for d in q.distractors][:2] == ["scenario:0", "scenario:1"]
+    assert [d.origin for d in q.distractors][:2] == ["rule:a", "same_instance:b"]
 
 
 def test_gold_positions_are_balanced_across_a_task():

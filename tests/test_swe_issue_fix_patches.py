@@ -133,8 +133,12 @@ def test_locate_gold_is_the_hunks_window_and_its_candidates_are_shifted_windows_
     assert not problems and g.step_index == 0 and g.fields == {"issue_statement": "div floors its result"}
     assert g.gold == "\n".join(FILE[6:13])
     lines = {n: t for n, t in enumerate(FILE, start=1)}
-    assert list(g.candidates) == ["\n".join(t) for _, t in shifted_windows(lines, 7, 7)]
-    assert all(len(c.split("\n")) == 7 and c != g.gold for c in g.candidates) and len(g.candidates) == 6
+    assert [c.text for c in g.candidates] == ["\n".join(t) for _, t in shifted_windows(lines, 7, 7)]
+    assert {c.origin for c in g.candidates} == {"rule:shifted_window"}
+    assert (
+        all(len(c.text.split("\n")) == 7 and c.text != g.gold for c in g.candidates)
+        and len(g.candidates) == 6
+    )
 
 
 def test_a_window_the_run_never_showed_is_a_problem_with_the_reason():
@@ -154,8 +158,9 @@ def test_fix_patch_gold_leaves_tests_out_and_failed_runs_of_the_same_instance_le
     assert sorted(extractor.failed_patches) == ["calc-1", "other"]
     (g,), _ = _extract(_traj(), "fix_patch", extractor)
     assert "tests/test_ops.py" not in g.gold and "+    return a / b" in g.gold
-    assert "float(a // b)" in g.candidates[0] and "tests/test_ops.py" not in g.candidates[0]
-    assert g.gold not in g.candidates and len(g.candidates) == 1  # a one-line `/` fix has nothing to mutate
+    assert "float(a // b)" in g.candidates[0].text and "tests/test_ops.py" not in g.candidates[0].text
+    assert g.gold not in [c.text for c in g.candidates] and len(g.candidates) == 1
+    assert g.candidates[0].origin == "same_instance:failed_run"  # a one-line `/` fix has nothing to mutate
     _, problems = _extract(
         _traj(patch=PATCH.split("diff --git a/tests")[0].replace("calc/ops", "tests/test_x")), "fix_patch"
     )

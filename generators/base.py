@@ -42,7 +42,10 @@ def completion_question(step: GoldStep) -> Question:
 
 
 def posed(
-    step: GoldStep, distractors: Sequence[Distractor] = (), provenance: Provenance | None = None
+    step: GoldStep,
+    distractors: Sequence[Distractor] = (),
+    provenance: Provenance | None = None,
+    reserve: Sequence[Distractor] = (),
 ) -> Question:
     """The question of `step`: the gold first (`gold_index=0`, positions are balanced later), then the distractors."""
     mcq = step.form == "mcq"
@@ -58,5 +61,6 @@ def posed(
         options=(step.gold, *(d.text for d in distractors)) if mcq else (),
         gold_index=0 if mcq else None,
         distractors=tuple(distractors),
+        reserve=tuple(reserve) if mcq else (),
         provenance=provenance or step.provenance,
     )

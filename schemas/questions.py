@@ -47,6 +47,10 @@ class Question(Model):
     """Position of the gold in `options` (MCQ)."""
     distractors: tuple[Distractor, ...] = ()
     """The wrong options with their origins (order independent of display)."""
+    reserve: tuple[Distractor, ...] = ()
+    """Further candidates beyond `distractors`, in the generator's preference order: adversarial
+    filtering swaps distractors for reserve candidates that cheap scorers cannot tell from the gold,
+    then clears it. Never published."""
     provenance: Provenance
     """Where it came from and what made it."""
 

@@ -9,7 +9,7 @@ accuracy as a gold detector compares with difflib's on the same items.
 What it does: takes the MCQ items of APTBench's env_setup/error and issue_fix/locate from
 `$APTFORGE_SHARED/aptbench-reference` (or `../shared`), or, without them, seeded synthetic
 locate-like items (shifted windows of a generated file); scores centrality with (1) difflib ratio
-on the same normalised texts (the baseline) and (2) `generators.baselines.centrality`; prints
+on the same normalised texts (the baseline) and (2) `generators.quality.baselines.centrality`; prints
 times, the speed ratio, each method's accuracy and how often they pick the same option.
 Exits 1 when the ratio misses the goal.
 
@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from generators.audit import parse_choices  # noqa: E402
-from generators.baselines import centrality, credit  # noqa: E402
+from generators.quality.audit import parse_choices  # noqa: E402
+from generators.quality.baselines import centrality, credit  # noqa: E402
 from generators.text import normalise  # noqa: E402
 
 RATIO_GOAL = 5.0

@@ -119,8 +119,8 @@ def _measure(mode: str, path: str) -> dict:
     import orjson
 
     from extractors.discovery import discover_readers
-    from extractors.readers.records import Record, iter_records
-    from extractors.readers.sniff import read_file
+    from extractors.ingest.records import Record, iter_records
+    from extractors.ingest.sniff import read_file
     from schemas import Trajectory
 
     readers = discover_readers()  # imports and discovery are not part of the timed ingest

@@ -41,12 +41,12 @@ sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
 
-from generators.llm import Limiter, LLMEngine  # noqa: E402
-from generators.llm_clients import OpenAIChat  # noqa: E402
-from generators.llm_ledger import Ledger, Price  # noqa: E402
-from generators.llm_store import ResponseStore  # noqa: E402
-from generators.openai_gen import OpenAIGenerator  # noqa: E402
-from generators.prompting import PromptLibrary  # noqa: E402
+from generators.llm.clients import OpenAIChat  # noqa: E402
+from generators.llm.engine import Limiter, LLMEngine  # noqa: E402
+from generators.llm.ledger import Ledger, Price  # noqa: E402
+from generators.llm.openai_gen import OpenAIGenerator  # noqa: E402
+from generators.llm.prompting import PromptLibrary  # noqa: E402
+from generators.llm.store import ResponseStore  # noqa: E402
 from schemas import GoldStep, Provenance, Question, content_id  # noqa: E402
 
 RATIO_GOAL = 0.9

@@ -83,7 +83,7 @@ def prefect_overhead(inputs: Path) -> dict:
     from prefect import flow
 
     from extractors.discovery import discover_readers
-    from extractors.readers.records import find_inputs
+    from extractors.ingest.records import find_inputs
     from flows import stages
     from flows.build import chunks, read_shard
 

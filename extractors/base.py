@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from schemas import Candidate, GoldStep, Problem, Trajectory
+from schemas.trajectory import location
 
 READER_TAG = "__aptforge_reader__"
 EXTRACTOR_TAG = "__aptforge_extractor__"
@@ -131,11 +132,6 @@ def provenance_of(traj: Trajectory, extractor_name: str, extractor_version: int,
     )
 
 
-def location(traj: Trajectory) -> str:
-    """`file:line` (or `file`) of a trajectory's raw record, for Problems."""
-    return traj.source.file + (f":{traj.source.line}" if traj.source.line else "")
-
-
 def unknown_task(extractor: Any, traj: Trajectory, task: str) -> Problem | None:
     """A Problem when `extractor` has no `task` (never an exception that stops a run)."""
     if task in extractor.tasks:
@@ -182,14 +178,6 @@ def gold_step(
         group=traj.source.instance_id if group is None else group,
         provenance=provenance_of(traj, extractor_name, extractor_version, seed),
     )
-
-
-def truncate_middle(text: str, limit: int) -> str:
-    """Keep the first and last `limit // 2` characters of `text` around an omission marker."""
-    if limit <= 0 or len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
 
 
 def estimate_tokens(text: str) -> int:

@@ -1,7 +1,7 @@
 """Audits on disk: `aptforge audit PATH...` and the quality section of every build report.
 
 Reads APTBench JSONL (official layout) or aptforge candidate/published Parquet, hands the rows
-to the pure audit in `generators/audit.py`, and decides which tasks are flagged (a baseline over
+to the pure audit in `generators/quality/audit.py`, and decides which tasks are flagged (a baseline over
 its bound) and which of those a config override lets through, with its reason. Publishing reads
 `report.json`'s `quality` section through `refused_tasks`: a flagged task without an override is
 refused. Unreadable files and rows become Problems with file and line; nothing here crashes on data.
@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from extractors.readers.records import Record, find_inputs, iter_records
+from extractors.ingest.records import Record, find_inputs, iter_records
 from flows.config import QualityConfig
-from generators.audit import (
+from generators.quality.audit import (
     AuditRow,
     TaskAudit,
     audit_row,
@@ -24,7 +24,7 @@ from generators.audit import (
     candidate_row,
     label_for_path,
 )
-from generators.baselines import BASELINES, Bounds
+from generators.quality.baselines import BASELINES, Bounds
 from schemas import Problem
 
 AUDIT_SUFFIXES = (".jsonl", ".parquet")

@@ -23,9 +23,9 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_extractors, discover_readers, lookup
-from extractors.readers.bundles import find_run_inputs
-from extractors.readers.records import find_inputs
-from extractors.readers.reports import load_reports
+from extractors.ingest.bundles import find_run_inputs
+from extractors.ingest.records import find_inputs
+from extractors.labels.reports import load_reports
 from flows import cache_keys, hygiene, stages
 from flows import progress as progress_mod
 from flows.audit import build_quality
@@ -34,11 +34,11 @@ from flows.io import write_json, write_jsonl, write_parquet
 from flows.progress import Progress
 from flows.report_html import attach_report_artifact, write_build_report
 from flows.review import enqueue_and_summarise
-from generators.balance import balance_positions
 from generators.base import DistractorGenerator
-from generators.dedup import dedup_questions
+from generators.hygiene.dedup import dedup_questions
+from generators.hygiene.scrub import redact_problems, redact_questions, redact_trajectories
 from generators.offline import OfflineGenerator
-from generators.scrub import redact_problems, redact_questions, redact_trajectories
+from generators.quality.balance import balance_positions
 from schemas import GoldStep, Problem, Question, Trajectory, question_row, rows_table, task_spec
 
 T = TypeVar("T")

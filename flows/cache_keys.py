@@ -17,7 +17,7 @@ from typing import Any
 
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_readers
-from extractors.readers.bundles import detect_bundle
+from extractors.ingest.bundles import detect_bundle
 from generators.base import PoolEntry
 from schemas import GoldStep, Trajectory, content_id
 
@@ -118,7 +118,7 @@ def generate_key(config: Any, generator: Any, golds: Sequence[GoldStep], pool: s
 
 def build_key(config: Any, extractor_cls: Any, read_keys: Sequence[str]) -> str:
     """Key of a whole build: config, extractor, generator settings, every input shard and every report file."""
-    from extractors.readers.records import find_inputs
+    from extractors.ingest.records import find_inputs
 
     reports = [_stat(str(p)) for p in find_inputs(config.reports)]
     return content_id(

@@ -146,9 +146,9 @@ def inspect(
 ) -> None:
     """One line per trajectory: file, reader, instance id, steps, success label and deciding signal."""
     from extractors.discovery import discover_readers
-    from extractors.readers.bundles import find_run_inputs
-    from extractors.readers.records import find_inputs
-    from extractors.readers.reports import load_reports
+    from extractors.ingest.bundles import find_run_inputs
+    from extractors.ingest.records import find_inputs
+    from extractors.labels.reports import load_reports
     from flows import stages
 
     report_files = {str(f) for f in find_inputs([str(r) for r in reports or []])}

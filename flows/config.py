@@ -176,7 +176,7 @@ class QualityConfig(_Config):
     @field_validator("bounds")
     @classmethod
     def _baseline_names(cls, bounds: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        from generators.baselines import BASELINES
+        from generators.quality.baselines import BASELINES
 
         for task, per in bounds.items():
             for name, value in per.items():
@@ -198,7 +198,7 @@ class QualityConfig(_Config):
 
 
 class PrivacyConfig(_Config):
-    """What is redacted besides credentials (secrets are always redacted; see generators/secrets.py)."""
+    """What is redacted besides credentials (secrets are always redacted; see generators/hygiene/secrets.py)."""
 
     redact_emails: bool = False
     """Also redact e-mail addresses as `<REDACTED:email>`."""

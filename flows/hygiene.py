@@ -1,6 +1,6 @@
 """The file side of release hygiene: reference corpora for contamination, and the release scan.
 
-`generators/secrets.py`, `dedup.py` and `contamination.py` are pure; this module reads what they
+`generators/hygiene/secrets.py`, `dedup.py` and `contamination.py` are pure; this module reads what they
 need from disk and wraps them as build stages. `scan_release(folder)` is the guard publish runs
 on a built release folder: every Parquet row and every line of every other file is scanned, and
 `assert_release_clean(folder)` raises `SecretsFound` (kinds and places only) if anything remains.
@@ -16,11 +16,19 @@ from typing import Any, NamedTuple
 
 import pyarrow.parquet as pq
 
-from extractors.readers.records import Record, find_inputs, iter_records
+from extractors.ingest.records import Record, find_inputs, iter_records
 from flows.config import ContaminationConfig, PrivacyConfig
-from generators.contamination import ReferenceIndex, measure
-from generators.scrub import placeholder_counts
-from generators.secrets import Finding, PrivacyOptions, Redactor, Scanner, SecretsFound, scan_rows, scan_text
+from generators.hygiene.contamination import ReferenceIndex, measure
+from generators.hygiene.scrub import placeholder_counts
+from generators.hygiene.secrets import (
+    Finding,
+    PrivacyOptions,
+    Redactor,
+    Scanner,
+    SecretsFound,
+    scan_rows,
+    scan_text,
+)
 from schemas import Problem, Question
 
 #: A record is a benchmark row (not a report or quarantine entry) when it has one of these keys.

@@ -90,7 +90,7 @@ def _secret_findings(
     config: BuildConfig, rows_by_task: Mapping[tuple[str, str], list[dict[str, Any]]]
 ) -> list[str]:
     from flows.hygiene import privacy_options
-    from generators.secrets import scan_rows
+    from generators.hygiene.secrets import scan_rows
 
     findings = scan_rows([r for rows in rows_by_task.values() for r in rows], privacy_options(config.privacy))
     return [f"{f.kind} in {f.where}" for f in findings]
@@ -199,7 +199,7 @@ def write_release(
 def _assert_clean(config: BuildConfig, folder: Path) -> None:
     """The secret scanner over every file of the staged release (card, JSONL, YAML, Parquet rows)."""
     from flows.hygiene import assert_release_clean, privacy_options
-    from generators.secrets import SecretsFound
+    from generators.hygiene.secrets import SecretsFound
 
     try:
         assert_release_clean(folder, privacy_options(config.privacy))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from flows.io import atomic_path, write_text
-from generators.checks import context_text
+from generators.quality.gates import context_text
 from schemas import LETTERS, TASKS
 
 

@@ -59,15 +59,15 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
     Raises:
         ValueError: unknown name, missing API key, no model, or a budget without a price for the model.
     """
-    from generators.anthropic_gen import AnthropicGenerator
-    from generators.batch import AnthropicBatches, BatchRunner, OpenAIBatches
-    from generators.llm import Limiter, LLMEngine
-    from generators.llm_clients import AnthropicMessages, OpenAIChat
-    from generators.llm_ledger import Ledger, Price
-    from generators.llm_store import ResponseStore
-    from generators.openai_compatible import OpenAICompatibleGenerator, discover_model
-    from generators.openai_gen import OpenAIGenerator
-    from generators.prompting import PromptLibrary
+    from generators.llm.anthropic_gen import AnthropicGenerator
+    from generators.llm.batch import AnthropicBatches, BatchRunner, OpenAIBatches
+    from generators.llm.clients import AnthropicMessages, OpenAIChat
+    from generators.llm.engine import Limiter, LLMEngine
+    from generators.llm.ledger import Ledger, Price
+    from generators.llm.openai_compatible import OpenAICompatibleGenerator, discover_model
+    from generators.llm.openai_gen import OpenAIGenerator
+    from generators.llm.prompting import PromptLibrary
+    from generators.llm.store import ResponseStore
 
     settings = settings or load_settings()
     gen = config.generator

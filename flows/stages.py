@@ -11,14 +11,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from extractors.base import ExtractOptions
+from extractors.ingest.bundles import read_input
+from extractors.ingest.sniff import FoundVerdict
+from extractors.labels.reports import RunVerdict, merge_verdicts
+from extractors.labels.verdicts import apply_verdict
 from extractors.readers.aptbench_dr import merge_rows
-from extractors.readers.bundles import read_input
-from extractors.readers.labels import apply_verdict
-from extractors.readers.reports import RunVerdict, merge_verdicts
-from extractors.readers.sniff import FoundVerdict
 from generators.base import DistractorGenerator, PoolEntry
-from generators.checks import check_question
-from generators.dedup import duplicate_runs
+from generators.hygiene.dedup import duplicate_runs
+from generators.quality.gates import check_question
 from schemas import GoldStep, Problem, Question, Trajectory
 
 

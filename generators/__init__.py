@@ -1,5 +1,5 @@
-"""Distractor generators (offline and LLM), quality gates and model-free baselines.
+"""Distractor generators: `offline` (the embedded default) here, LLM ones in `llm/`.
 
-Generators turn GoldSteps into Questions. They are pure over schema objects; an LLM generator
-splits into a pure `build_prompt()` and a pure `parse()` with the client call between them.
+`quality/` holds the gates, baselines and audit, `hygiene/` secrets, dedup and contamination. All are
+pure over schema objects; an LLM generator splits into a pure `build_prompt()` and a pure `parse()`.
 """

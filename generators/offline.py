@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from generators.base import PoolEntry, completion_question, posed
-from generators.baselines import centrality
+from generators.quality.baselines import centrality
 from generators.text import jaccard, similarity, tokens
 from schemas import Distractor, GoldStep, Problem, Question, content_id
 

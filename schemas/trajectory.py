@@ -108,3 +108,8 @@ class Trajectory(Model):
     def with_outcome(self, outcome: Outcome) -> Trajectory:
         """Return a copy with another outcome (models are frozen)."""
         return self.model_copy(update={"outcome": outcome})
+
+
+def location(traj: Trajectory) -> str:
+    """`file:line` (or `file`) of a trajectory's raw record, for Problems."""
+    return traj.source.file + (f":{traj.source.line}" if traj.source.line else "")

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_extractors, discover_readers
-from extractors.readers.bundles import find_run_inputs
+from extractors.ingest.bundles import find_run_inputs
 from flows import stages
 from flows.io import write_jsonl
 from schemas import GoldStep, Problem, content_id

@@ -8,7 +8,7 @@ from typing import Any
 
 from flows.config import BuildConfig
 from flows.settings import Settings, make_llm_generator
-from generators.llm_generator import LLMDistractorGenerator
+from generators.llm.generator import LLMDistractorGenerator
 from schemas import GoldStep, Problem, Provenance, Question, content_id
 from tests.servers.llm import LLMStandInServer
 

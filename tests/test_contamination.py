@@ -13,7 +13,7 @@ from hygiene_inputs import SAMPLES
 
 from flows.config import ContaminationConfig, load_config
 from flows.hygiene import contamination_stage, load_index
-from generators.contamination import ReferenceIndex, measure, ngrams, row_text, tokens
+from generators.hygiene.contamination import ReferenceIndex, measure, ngrams, row_text, tokens
 from schemas import Provenance, Question
 
 _ISSUE = (

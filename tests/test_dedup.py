@@ -11,11 +11,11 @@ import pytest
 from hygiene_inputs import RUN, RUN_FILE, SAMPLES, SUMMARY, as_swesmith_row
 
 from extractors.discovery import discover_readers
-from extractors.readers.reports import RunVerdict
-from extractors.readers.sniff import read_file
+from extractors.ingest.sniff import read_file
+from extractors.labels.reports import RunVerdict
 from flows import stages
 from flows.config import load_config
-from generators.dedup import dedup_questions, duplicate_runs, run_fingerprint, shingles
+from generators.hygiene.dedup import dedup_questions, duplicate_runs, run_fingerprint, shingles
 from schemas import Outcome, Provenance, Question, Trajectory
 
 

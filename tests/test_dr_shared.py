@@ -9,11 +9,11 @@ import pytest
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_readers
 from extractors.dr import DeepResearch
-from extractors.readers.records import find_inputs
+from extractors.ingest.records import find_inputs
 from flows import stages
-from generators.balance import balance_positions
-from generators.baselines import Bounds, Mcq, task_baselines
 from generators.offline import OfflineGenerator
+from generators.quality.balance import balance_positions
+from generators.quality.baselines import Bounds, Mcq, task_baselines
 
 OPTIONS = {"plan": ExtractOptions(seed=5), "summ_ans": ExtractOptions(max_items_per_trajectory=1, seed=5)}
 

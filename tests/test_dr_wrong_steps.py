@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import random
 
-from extractors._dr_wording import listed, vague_query
-from extractors._dr_wrong_steps import (
+from extractors.dr.wording import listed, vague_query
+from extractors.dr.wrong_steps import (
     RunView,
     answer_guess,
     off_topic_browse,
@@ -17,7 +17,7 @@ from extractors._dr_wrong_steps import (
     wrong_steps,
     wrong_tool,
 )
-from generators.checks import flaw_terms
+from generators.quality.gates import flaw_terms
 
 
 def _s(planning, name, **args):

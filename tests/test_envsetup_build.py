@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from extractors.readers.envsetup_shell import has_placeholder
+from extractors.shell.commands import has_placeholder
 from flows.cli import app
 from schemas import candidate_schema
 

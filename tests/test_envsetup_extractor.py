@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from extractors._envsetup_errors import error_pairs
-from extractors._envsetup_plan import apply, is_wrong, plan_distractors, required_steps, similarity
-from extractors._envsetup_steps import plan_steps, render_plan
 from extractors.base import ExtractOptions, Origin
 from extractors.discovery import discover_readers
-from extractors.readers.bundles import find_run_inputs, read_input
-from extractors.readers.envsetup_common import make_step, run_of, to_trajectory, verdict
-from extractors.readers.envsetup_shell import has_placeholder, is_read_only
+from extractors.ingest.bundles import find_run_inputs, read_input
+from extractors.readers.envsetup.common import make_step, run_of, to_trajectory, verdict
+from extractors.shell.commands import has_placeholder, is_read_only
 from extractors.swe_env_setup import SweEnvSetup
+from extractors.swe_env_setup.errors import error_pairs
+from extractors.swe_env_setup.plan import apply, is_wrong, plan_distractors, required_steps, similarity
+from extractors.swe_env_setup.steps import plan_steps, render_plan
 from flows import stages
-from generators.baselines import Mcq, task_baselines
 from generators.offline import OfflineGenerator
+from generators.quality.baselines import Mcq, task_baselines
 from schemas import GoldStep, Problem, Trajectory
 from schemas.envsetup import EnvSetupRun, SourceRef, TargetRepo
 

@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 
 from extractors.base import Origin
 from extractors.discovery import discover_readers
-from extractors.readers.bundles import bundle_record, detect_bundle, find_run_inputs, read_input
-from extractors.readers.envsetup_common import run_of
-from extractors.readers.envsetup_shell import (
+from extractors.ingest.bundles import bundle_record, detect_bundle, find_run_inputs, read_input
+from extractors.ingest.records import Record
+from extractors.ingest.sniff import read_record
+from extractors.readers.envsetup.common import run_of
+from extractors.shell.commands import (
     command_key,
     error_line,
     has_placeholder,
@@ -26,8 +28,6 @@ from extractors.readers.envsetup_shell import (
     is_read_only,
     notebook_commands,
 )
-from extractors.readers.records import Record
-from extractors.readers.sniff import read_record
 from schemas import Problem, Trajectory
 from schemas.envsetup import EnvSetupRun
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from generators.llm_store import ResponseStore
+from generators.llm.store import ResponseStore
 from schemas import Problem, Question
 from tests.llm_support import API_KEY, generate, make_generator, plan_step
 from tests.servers.llm import LLMStandInServer, distractor_responder, last_user_text

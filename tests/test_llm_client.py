@@ -14,12 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
-from generators.llm import Limiter, LLMEngine
-from generators.llm_clients import OpenAIChat
-from generators.llm_ledger import Ledger
-from generators.llm_store import ResponseStore
-from generators.openai_gen import OpenAIGenerator
-from generators.prompting import PromptLibrary
+from generators.llm.clients import OpenAIChat
+from generators.llm.engine import Limiter, LLMEngine
+from generators.llm.ledger import Ledger
+from generators.llm.openai_gen import OpenAIGenerator
+from generators.llm.prompting import PromptLibrary
+from generators.llm.store import ResponseStore
 from schemas import Problem, Question
 from tests.llm_support import API_KEY, CHAT, MESSAGES, dr_step, generate, make_generator, plan_step
 from tests.servers.llm import Fault, LLMStandInServer, distractor_responder, last_user_text

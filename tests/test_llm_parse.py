@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from generators.anthropic_gen import AnthropicGenerator, anthropic_body
-from generators.llm import LLMFailure
-from generators.llm_generator import check_output, parse
-from generators.llm_ledger import Ledger
-from generators.openai_compatible import OpenAICompatibleGenerator
-from generators.openai_gen import OpenAIGenerator, openai_body
-from generators.prompting import PROMPTS_DIR, PromptError, PromptLibrary, render, truncate_middle
+from generators.llm.anthropic_gen import AnthropicGenerator, anthropic_body
+from generators.llm.engine import LLMFailure
+from generators.llm.generator import check_output, parse
+from generators.llm.ledger import Ledger
+from generators.llm.openai_compatible import OpenAICompatibleGenerator
+from generators.llm.openai_gen import OpenAIGenerator, openai_body
+from generators.llm.prompting import PROMPTS_DIR, PromptError, PromptLibrary, render, truncate_middle
 from tests.llm_support import dr_step, generate, plan_step
 
 STEP = plan_step(1, gold="I need to change the subtraction entry to use operator.sub")

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from generators.llm_generator import close_to
-from generators.llm_ledger import BudgetExceeded, Ledger, Price
-from generators.llm_store import BatchEntry, ResponseStore, StoreError
+from generators.llm.generator import close_to
+from generators.llm.ledger import BudgetExceeded, Ledger, Price
+from generators.llm.store import BatchEntry, ResponseStore, StoreError
 from generators.text import normalise, similarity
 
 

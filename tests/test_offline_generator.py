@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from generators.balance import balance_positions
 from generators.base import PoolEntry
 from generators.offline import OfflineGenerator
+from generators.quality.balance import balance_positions
 from generators.text import similarity
 from schemas import Candidate, GoldStep, Problem, Provenance, Question
 

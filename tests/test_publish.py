@@ -10,13 +10,13 @@ import pytest
 from annotations.queue import Queue
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_extractors, discover_readers
-from extractors.readers.records import find_inputs
+from extractors.ingest.records import find_inputs
 from flows import stages
 from flows.config import load_config
 from flows.hub import HubRefused, push_release
 from flows.publish import PublishRefused, prepare, refused_tasks, write_release
-from generators.balance import balance_positions
 from generators.offline import OfflineGenerator
+from generators.quality.balance import balance_positions
 from schemas import content_hash
 from tests.servers.hub import StandInHub
 

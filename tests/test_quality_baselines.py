@@ -6,8 +6,15 @@ import random
 
 import pytest
 
-from generators.audit import AuditRow, aptbench_row, audit_task, candidate_row, label_for_path, parse_choices
-from generators.baselines import (
+from generators.quality.audit import (
+    AuditRow,
+    aptbench_row,
+    audit_task,
+    candidate_row,
+    label_for_path,
+    parse_choices,
+)
+from generators.quality.baselines import (
     Bounds,
     Mcq,
     bound_for,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from generators.checks import (
+from generators.quality.gates import (
     OptionSet,
     check_options,
     check_question,

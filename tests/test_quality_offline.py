@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from generators.balance import balance_positions
 from generators.base import PoolEntry
-from generators.baselines import Bounds, Mcq, task_baselines
 from generators.offline import OfflineGenerator, rank_plan
+from generators.quality.balance import balance_positions
+from generators.quality.baselines import Bounds, Mcq, task_baselines
 from schemas import GoldStep, Provenance, Question
 
 PROV = Provenance(source_file="x", source_format="swe_agent_traj", extractor="swe_issue_fix")

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from flows.audit import audit_json, audit_paths
 from flows.cli import app
-from generators.baselines import BASELINES
+from generators.quality.baselines import BASELINES
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extractors.readers.answers import final_answer_of, gold_aliases, judge_answer, normalize
+from extractors.labels.answers import final_answer_of, gold_aliases, judge_answer, normalize
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from extractors.discovery import discover_readers
+from extractors.ingest.records import find_inputs
+from extractors.ingest.sniff import read_file
 from extractors.readers.aptbench_dr import merge_rows
-from extractors.readers.records import find_inputs
-from extractors.readers.sniff import read_file
 from flows import stages
 from schemas import Problem, Trajectory
 

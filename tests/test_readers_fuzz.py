@@ -1,7 +1,7 @@
 """Property test: malformed and random records thrown at every discovered reader never crash a run.
 
 Every record either reads into a Trajectory or comes back as a Problem naming where it was and
-why; no exception escapes `extractors.readers.sniff.read_record`, forced to each reader in turn
+why; no exception escapes `extractors.ingest.sniff.read_record`, forced to each reader in turn
 or left to sniffing. Inputs are random JSON values and valid fixture records with parts deleted,
 nulled, retyped or replaced.
 """
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from extractors.base import Origin
 from extractors.discovery import discover_readers
-from extractors.readers.records import Record, find_inputs, iter_records
-from extractors.readers.sniff import FoundVerdict, read_record
+from extractors.ingest.records import Record, find_inputs, iter_records
+from extractors.ingest.sniff import FoundVerdict, read_record
 from schemas import Problem, Trajectory
 
 READERS = discover_readers()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from extractors.discovery import discover_readers
+from extractors.ingest.sniff import read_file
+from extractors.labels.reports import load_reports
 from extractors.readers.mini_swe_agent import MiniSweAgent
-from extractors.readers.reports import load_reports
-from extractors.readers.sniff import read_file
 from flows import stages
 from schemas import Problem, Trajectory
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from extractors.discovery import discover_readers
+from extractors.ingest.sniff import read_file
 from extractors.readers.miroflow import MiroFlow, question_of
-from extractors.readers.sniff import read_file
 from schemas import Trajectory
 
 FIX = Path(__file__).parent / "fixtures" / "miroflow"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from extractors.discovery import discover_readers
-from extractors.readers.sniff import read_file
+from extractors.ingest.sniff import read_file
 from schemas import Problem, Trajectory
 
 FIX = Path(__file__).parent / "fixtures" / "openai_chat"

@@ -7,7 +7,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from extractors.readers.records import Record, iter_records
+from extractors.ingest.records import Record, iter_records
 from schemas import Problem
 
 

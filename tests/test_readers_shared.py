@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from extractors.discovery import discover_readers
-from extractors.readers.records import find_inputs
+from extractors.ingest.records import find_inputs
 from flows import stages
 from flows.cli import app
 

@@ -9,10 +9,10 @@ import pytest
 
 from extractors.base import Origin
 from extractors.discovery import discover_readers
-from extractors.readers.labels import apply_verdict
-from extractors.readers.records import Record, find_inputs, iter_records
-from extractors.readers.reports import load_reports, parse_report
-from extractors.readers.sniff import read_file, read_record
+from extractors.ingest.records import Record, find_inputs, iter_records
+from extractors.ingest.sniff import read_file, read_record
+from extractors.labels.reports import load_reports, parse_report
+from extractors.labels.verdicts import apply_verdict
 from flows import stages
 from schemas import Problem, Trajectory
 
@@ -170,7 +170,7 @@ def test_labels_prefer_the_harness_over_the_row(samples_dir):
         for t in read_file(READERS, str(samples_dir / "swe_issue_fix" / "nebius_row.json"))
         if isinstance(t, Trajectory)
     ]
-    from extractors.readers.reports import RunVerdict
+    from extractors.labels.reports import RunVerdict
 
     verdict = RunVerdict(traj.source.instance_id, False, "unresolved", "report.json:resolved", 2)
     relabelled = apply_verdict(traj, {traj.source.instance_id: verdict})
@@ -178,7 +178,7 @@ def test_labels_prefer_the_harness_over_the_row(samples_dir):
 
 
 def test_directories_are_searched_recursively(samples_dir):
-    from extractors.readers.records import find_inputs
+    from extractors.ingest.records import find_inputs
 
     found = find_inputs([samples_dir / "swe_issue_fix"])
     assert any(p.name == "tinycalc__tinycalc-12.traj" for p in found)

@@ -23,8 +23,8 @@ from hygiene_inputs import (
 
 from flows.config import load_config
 from flows.hygiene import assert_release_clean, scan_release
-from generators.scrub import redact_problems, redact_questions
-from generators.secrets import (
+from generators.hygiene.scrub import redact_problems, redact_questions
+from generators.hygiene.secrets import (
     PrivacyOptions,
     Redactor,
     Scanner,

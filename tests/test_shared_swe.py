@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from extractors.discovery import discover_readers
-from extractors.readers.records import find_inputs
+from extractors.ingest.records import find_inputs
 from flows import stages
 
 

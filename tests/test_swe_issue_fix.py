@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from extractors.base import ExtractOptions, truncate_middle
+from extractors.base import ExtractOptions
 from extractors.swe_issue_fix import SweIssueFix, condense_plan
 from schemas import Action, GoldStep, Outcome, Problem, Source, Step, Trajectory
+from schemas.text import truncate_middle
 
 
 def _step(i: int, thought: str, raw: str, tool: str = "bash", obs: str | None = "ok", args=None) -> Step:

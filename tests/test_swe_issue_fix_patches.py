@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import random
 
-from extractors._patches import file_reads, mutate_patch, parse_patch, render_patch, shifted_windows
 from extractors.base import ExtractOptions
 from extractors.swe_issue_fix import SweIssueFix
+from extractors.swe_issue_fix.patches import (
+    file_reads,
+    mutate_patch,
+    parse_patch,
+    render_patch,
+    shifted_windows,
+)
 from schemas import Action, GoldStep, Outcome, Problem, Source, Step, Trajectory
 
 FILE = [f"line {n}" for n in range(1, 21)]

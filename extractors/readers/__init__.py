@@ -1,5 +1,5 @@
 """One module per raw trajectory format, each a class tagged with `@reader`.
 
-Support modules (records, reports, labels, _text) hold the shared decoding, harness-report
-parsing and labelling rules; they carry no tag and are not readers.
+Readers only: `_chat` and `_text` are their shared decoding helpers; `envsetup/` holds the readers of
+run-folder formats. Input routing lives in `extractors/ingest/`, success labels in `extractors/labels/`.
 """

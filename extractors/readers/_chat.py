@@ -8,7 +8,7 @@ same everywhere.
 Observation size rule (documented, configurable): the reader layer keeps at most
 `max_observation_chars` characters of each observation (default `DEFAULT_MAX_OBSERVATION_CHARS`,
 set per reader instance), keeping the first and last half around a marker
-`[... N characters omitted ...]` (`extractors.base.truncate_middle`). This bounds memory and
+`[... N characters omitted ...]` (`schemas.text.truncate_middle`). This bounds memory and
 output size (MiroFlow scrapes reach 100 KB); the tighter prompt-facing budget is applied later by
 the extractors through `ExtractOptions.max_observation_chars`. A trajectory whose observations
 were cut records how many in `meta["observations_truncated"]`.
@@ -21,9 +21,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from extractors.base import ReadError, truncate_middle
+from extractors.base import ReadError
 from extractors.readers._text import jsonish, parse_text_call, render_call, text_of
 from schemas import Action, Source, Step, Trajectory, content_id
+from schemas.text import truncate_middle
 
 DEFAULT_MAX_OBSERVATION_CHARS = 32_000
 """Reader-level cap on one observation, in characters (head and tail kept)."""
@@ -264,7 +265,7 @@ def answered_run(
     tool_set: tuple[dict[str, Any], ...] = (),
 ) -> Trajectory:
     """A deep-research run: labelled by matching its final answer against the gold aliases."""
-    from extractors.readers.answers import judge_answer
+    from extractors.labels.answers import judge_answer
 
     iid = native if instance_id is None else instance_id
     return Trajectory(

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from extractors.base import Origin, ReadError, reader
+from extractors.labels.answers import gold_aliases, judge_answer
 from extractors.readers._chat import (
     DEFAULT_MAX_OBSERVATION_CHARS,
     Call,
@@ -41,7 +42,6 @@ from extractors.readers._chat import (
     render,
 )
 from extractors.readers._text import jsonish
-from extractors.readers.answers import gold_aliases, judge_answer
 from schemas import Outcome, Problem, Source, Step, Trajectory, content_id
 
 NAME = "aptbench_dr"

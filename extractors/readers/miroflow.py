@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from extractors.base import Origin, ReadError, reader
+from extractors.labels.answers import boxed, final_answer_of, gold_aliases
 from extractors.readers._chat import (
     DEFAULT_MAX_OBSERVATION_CHARS,
     StepBuilder,
@@ -29,7 +30,6 @@ from extractors.readers._chat import (
     text,
     text_calls,
 )
-from extractors.readers.answers import boxed, final_answer_of, gold_aliases
 from schemas import Trajectory
 
 _INSTRUCTIONS = re.compile(r"\n\s*\n\s*(?:Your task is to|You should follow the format|Please note)", re.S)

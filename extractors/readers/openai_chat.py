@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from extractors.base import Origin, ReadError, reader
+from extractors.labels.answers import final_answer_of, gold_aliases, judge_answer
 from extractors.readers._chat import (
     DEFAULT_MAX_OBSERVATION_CHARS,
     Call,
@@ -31,7 +32,6 @@ from extractors.readers._chat import (
     text_calls,
 )
 from extractors.readers._text import as_bool, jsonish
-from extractors.readers.answers import final_answer_of, gold_aliases, judge_answer
 from schemas import Outcome, Source, Trajectory, content_id
 
 _ROLE = {

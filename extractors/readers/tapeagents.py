@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from extractors.base import Origin, ReadError, reader
+from extractors.labels.answers import gold_aliases
 from extractors.readers._chat import (
     DEFAULT_MAX_OBSERVATION_CHARS,
     Call,
@@ -28,7 +29,6 @@ from extractors.readers._chat import (
     as_record,
     render,
 )
-from extractors.readers.answers import gold_aliases
 from schemas import Trajectory
 
 _OBSERVATIONS = {"code_execution_result", "action_execution_failure"}

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from extractors.base import Origin, ReadError, reader
+from extractors.labels.answers import final_answer_of, gold_aliases
 from extractors.readers._chat import (
     DEFAULT_MAX_OBSERVATION_CHARS,
     StepBuilder,
@@ -27,7 +28,6 @@ from extractors.readers._chat import (
     text,
     text_calls,
 )
-from extractors.readers.answers import final_answer_of, gold_aliases
 from schemas import Trajectory
 
 _RESPONSE = re.compile(r"<tool_response>\s*(.*?)\s*(?:</tool_response>|\Z)", re.S)

@@ -1,0 +1,113 @@
+"""Route each raw record to the reader that recognises it, and turn failures into Problems.
+
+`read_file` is the whole read stage for one file: decode, sniff (or use the reader the config
+names), read; harness reports met among the inputs are handed back as verdicts, and known
+non-trajectory artefacts (predictions files) are skipped with an `info` Problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
+
+from extractors.base import Origin, ReadError
+from extractors.ingest.records import Record, iter_records
+from extractors.labels.reports import RunVerdict, parse_report
+from schemas import Problem, Trajectory
+
+
+class FoundVerdict(NamedTuple):
+    """A harness verdict met while reading inputs."""
+
+    verdict: RunVerdict
+    origin: Origin
+
+
+def _is_predictions(data: Any) -> bool:
+    if isinstance(data, dict) and "model_patch" in data and "instance_id" in data and len(data) <= 4:
+        return True
+    if isinstance(data, dict) and "fix_patch" in data and {"org", "repo", "number"} <= set(data):
+        return True  # Multi-SWE-bench `patch.jsonl` rows beside OpenHands outputs
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(isinstance(v, dict) and "model_patch" in v for v in list(data.values())[:5])
+    )
+
+
+def sniff_reader(readers: Mapping[str, Any], data: Any) -> Any | None:
+    """The first reader (in priority order) whose sniff accepts `data`."""
+    for cls in readers.values():
+        try:
+            if cls().sniff(data):
+                return cls
+        except Exception:  # a sniff must never stop the run
+            continue
+    return None
+
+
+def read_record(
+    readers: Mapping[str, Any], rec: Record, forced: str | None = None
+) -> Trajectory | Problem | FoundVerdict | list[FoundVerdict] | None:
+    """Read one record; None for a skipped artefact."""
+    where = str(rec.origin)
+    cls = readers.get(forced) if forced else sniff_reader(readers, rec.data)
+    if cls is None:
+        try:
+            verdicts = [FoundVerdict(v, rec.origin) for v in parse_report(rec.data, rec.origin)]
+        except Exception:  # a malformed report-like record is just not a report
+            verdicts = []
+        if verdicts:
+            return verdicts
+        if _is_predictions(rec.data):
+            return None
+        keys = ", ".join(sorted(rec.data)[:8]) if isinstance(rec.data, dict) else type(rec.data).__name__
+        return Problem(
+            where=where,
+            stage="read",
+            reason="unknown_format",
+            detail=f"no reader recognises this record (top-level: {keys})",
+        )
+    try:
+        return cls().read(rec.data, rec.origin)
+    except ReadError as exc:
+        return Problem(where=where, stage="read", reason=exc.reason, detail=f"{cls.name}: {exc.detail}")
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        return Problem(
+            where=where, stage="read", reason="wrong_type", detail=f"{cls.name}: {loc}: {first['msg']}"
+        )
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+        return Problem(
+            where=where,
+            stage="read",
+            reason="malformed_record",
+            detail=f"{cls.name}: {type(exc).__name__}: {exc}",
+        )
+    except Exception as exc:  # anything else a reader trips on (RecursionError...) is quarantined too
+        return Problem(
+            where=where,
+            stage="read",
+            reason="reader_error",
+            detail=f"{cls.name}: {type(exc).__name__}: {exc}",
+        )
+
+
+def read_file(
+    readers: Mapping[str, Any], file: str, forced: str | None = None, root: str | None = None
+) -> Iterator[Trajectory | Problem | FoundVerdict]:
+    """Read every record of one file (`root`: the input folder it was found under, for stable ids)."""
+    for rec in iter_records(file, root):
+        if isinstance(rec, Problem):
+            yield rec
+            continue
+        out = read_record(readers, rec, forced)
+        if out is None:
+            continue
+        if isinstance(out, list):
+            yield from out
+        else:
+            yield out

@@ -1,0 +1,242 @@
+"""Versioned prompt files for LLM distractors, chosen per (scenario, task) by file name.
+
+Why: a new scenario or task only adds a prompt file; changing a prompt means a new file (a new
+version), never an edit in place; the file's SHA-256 goes into every item's provenance.
+
+Files are `generators/prompts/<scenario>.<task>.v<N>.md.j2`; the highest N wins unless a version is
+pinned. A file opens with a Jinja comment saying what it is for, then has a `=== system ===` and a
+`=== user ===` section. The sections are split *before* rendering, so trajectory text can never
+forge one. Template variables: `step` (the GoldStep), `gold`, `fields` (the item's context fields),
+`n` (distractors wanted) and `budget` (characters the context may take). Filters: `fromjson`,
+`tojson`, `transcript` (a message list as readable text) and `truncate_middle(limit)`.
+Rendering is pure: the same step, count and budget always give the same prompt (and request key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import jinja2
+
+from schemas import GoldStep
+from schemas.text import truncate_middle
+
+PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
+_NAME = re.compile(r"^(?P<scenario>[A-Za-z0-9_-]+)\.(?P<task>[A-Za-z0-9_]+)\.v(?P<version>\d+)\.md\.j2$")
+_SECTION = re.compile(r"^=== (system|user) ===[ \t]*$", re.M)
+
+
+class PromptError(ValueError):
+    """A prompt file that cannot be used (bad name, missing section, template syntax)."""
+
+
+class PromptTemplate(NamedTuple):
+    """One versioned prompt file, compiled."""
+
+    scenario: str
+    task: str
+    version: int
+    name: str
+    """File name, e.g. `swe_issue_fix.plan.v1.md.j2`."""
+    sha256: str
+    """SHA-256 of the file's bytes (`Provenance.prompt_hash`)."""
+    system: jinja2.Template
+    user: jinja2.Template
+
+
+class Prompt(NamedTuple):
+    """A rendered prompt."""
+
+    system: str
+    user: str
+    template: str
+    """Template file name."""
+    prompt_hash: str
+    """SHA-256 of the template file."""
+
+
+def _cut_for_prompt(text: str, limit: int) -> str:
+    """The `truncate_middle` filter of templates: a third of `limit` from the start, the rest from the end."""
+    return truncate_middle(text, limit, head=limit // 3)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+def transcript(messages: Any) -> str:
+    """A chat message list as `[role] text` paragraphs (plans as `[assistant plan] ...`).
+
+    Entries without a `role` (e.g. deep-research steps) are shown as compact JSON.
+    """
+    if not isinstance(messages, list):
+        return _text_of(messages)
+    out = []
+    for m in messages:
+        if not isinstance(m, dict) or "role" not in m:
+            out.append(json.dumps(m, ensure_ascii=False))
+            continue
+        role = str(m["role"])
+        if "plan" in m:
+            out.append(f"[{role} plan] {m['plan']}")
+        elif "thought" in m and not m.get("content"):
+            out.append(f"[{role} thought] {m['thought']}")
+        else:
+            out.append(f"[{role}] {_text_of(m.get('content'))}")
+    return "\n\n".join(out)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters.update(
+        fromjson=json.loads,
+        transcript=transcript,
+        truncate_middle=_cut_for_prompt,
+        tojson=lambda v: json.dumps(v, ensure_ascii=False),
+    )
+    return env
+
+
+def compile_template(path: Path, env: jinja2.Environment | None = None) -> PromptTemplate:
+    """Read and compile one prompt file.
+
+    Raises:
+        PromptError: the name, sections or Jinja syntax are wrong (the message names the file).
+    """
+    match = _NAME.match(path.name)
+    if not match:
+        raise PromptError(f"{path}: prompt files are named <scenario>.<task>.v<N>.md.j2")
+    raw = path.read_bytes()
+    text = raw.decode("utf-8")
+    parts = _SECTION.split(text)
+    sections = dict(zip(parts[1::2], parts[2::2], strict=True))
+    if set(sections) != {"system", "user"} or len(parts) != 5:
+        raise PromptError(f"{path}: needs exactly one `=== system ===` and one `=== user ===` section")
+    env = env or _environment()
+    try:
+        system = env.from_string(sections["system"].strip("\n"))
+        user = env.from_string(sections["user"].strip("\n"))
+    except jinja2.TemplateSyntaxError as exc:
+        raise PromptError(f"{path}:{exc.lineno}: {exc.message}") from exc
+    return PromptTemplate(
+        match["scenario"],
+        match["task"],
+        int(match["version"]),
+        path.name,
+        hashlib.sha256(raw).hexdigest(),
+        system,
+        user,
+    )
+
+
+class PromptLibrary:
+    """The prompt file of each (scenario, task): the highest version unless pinned."""
+
+    def __init__(self, templates: Mapping[tuple[str, str], PromptTemplate]) -> None:
+        self._templates = dict(templates)
+
+    @classmethod
+    def load(cls, folder: str | Path = PROMPTS_DIR, pins: Mapping[str, int] | None = None) -> PromptLibrary:
+        """Compile every prompt file of `folder`.
+
+        Args:
+            folder: Folder of `*.md.j2` prompt files.
+            pins: `"<scenario>.<task>" -> version` to use instead of the highest.
+
+        Raises:
+            PromptError: a file is malformed, or a pinned version does not exist.
+        """
+        env = _environment()
+        found: dict[tuple[str, str], dict[int, Path]] = {}
+        for path in sorted(Path(folder).glob("*.md.j2")):
+            match = _NAME.match(path.name)
+            if not match:
+                raise PromptError(f"{path}: prompt files are named <scenario>.<task>.v<N>.md.j2")
+            found.setdefault((match["scenario"], match["task"]), {})[int(match["version"])] = path
+        pins = dict(pins or {})
+        chosen: dict[tuple[str, str], PromptTemplate] = {}
+        for (scenario, task), versions in found.items():
+            version = pins.pop(f"{scenario}.{task}", max(versions))
+            if version not in versions:
+                raise PromptError(f"{scenario}.{task}: no prompt version {version} (have {sorted(versions)})")
+            chosen[(scenario, task)] = compile_template(versions[version], env)
+        if pins:
+            raise PromptError(f"pinned prompts without any file: {', '.join(sorted(pins))}")
+        return cls(chosen)
+
+    def get(self, scenario: str, task: str) -> PromptTemplate | None:
+        """The template of a task, or None."""
+        return self._templates.get((scenario, task))
+
+    def names(self) -> list[str]:
+        """File names in use."""
+        return sorted(t.name for t in self._templates.values())
+
+
+def render(template: PromptTemplate, step: GoldStep, n: int, budget: int) -> Prompt:
+    """Render a template for one gold step (pure)."""
+    values = {"step": step, "gold": step.gold, "fields": step.fields, "n": n, "budget": budget}
+    return Prompt(
+        template.system.render(values).strip(),
+        template.user.render(values).strip(),
+        template.name,
+        template.sha256,
+    )
+
+
+def with_repair_note(prompt: Prompt, detail: str) -> Prompt:
+    """The prompt of a second attempt: the first reply's problem appended to the user message."""
+    note = (
+        f"\n\nYour previous reply could not be used: {detail}\n"
+        "Reply again, following every rule above, with the JSON object only."
+    )
+    return prompt._replace(user=prompt.user + note)
+
+
+def distractor_schema() -> dict[str, Any]:
+    """JSON schema of a reply: `{"distractors": [{"kind": str, "text": str}, ...]}` (strict-mode safe)."""
+    item = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["kind", "text"],
+        "properties": {
+            "kind": {"type": "string", "description": "error family of this wrong option"},
+            "text": {"type": "string", "description": "the wrong option, in the gold's format"},
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["distractors"],
+        "properties": {"distractors": {"type": "array", "items": item}},
+    }
+
+
+__all__ = [
+    "PROMPTS_DIR",
+    "Prompt",
+    "PromptError",
+    "PromptLibrary",
+    "PromptTemplate",
+    "compile_template",
+    "distractor_schema",
+    "render",
+    "transcript",
+    "truncate_middle",
+    "with_repair_note",
+]

@@ -1,0 +1,242 @@
+"""The audit of benchmark rows: gates and model-free baselines over anyone's data, as pure functions.
+
+Rows come either in APTBench's official layout (a `choices` string of `(A) ...` options
+separated by a newline or, for env_setup, by one space, with option bodies that may hold
+newlines; `answer` a letter) or as aptforge's own candidate/published Parquet rows (`options`
+list and `gold_index`). Both become `AuditRow`s; a row that cannot be used becomes a Problem
+naming where it sits and why. `audit_rows` groups rows by task and returns, per task, the item
+and option counts, chance, every baseline against its bound, the gold-position chi-square and
+the gate findings. Nothing here reads files: `flows/audit.py` does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any, Literal, NamedTuple
+
+from generators.quality.baselines import Bounds, Mcq, TaskBaselines, task_baselines
+from generators.quality.gates import OptionSet, check_options, context_text
+from schemas import LETTERS, TASKS, Problem, TaskSpec, content_id
+
+RowForm = Literal["mcq", "completion", "multi_select"]
+_SEPARATORS = ("\n", " ")
+
+
+class AuditRow(NamedTuple):
+    """One benchmark row as the audit sees it."""
+
+    task: str
+    """Task label: `<dataset>/<task>` (APTBench files) or `<scenario>/<task>` (aptforge rows)."""
+    where: str
+    """`file:line`."""
+    form: RowForm
+    """How the row is scored."""
+    options: tuple[str, ...]
+    """MCQ options in display order (empty otherwise)."""
+    gold_index: int | None
+    """Gold position (MCQ)."""
+    context: str
+    """Everything shown besides the options."""
+    key: str
+    """Content key (context, options, answer) to find duplicate rows."""
+
+
+def _split(text: str, sep: str) -> tuple[str, ...]:
+    if not text.startswith("(A) "):
+        return ()
+    starts = [(0, 4)]
+    pos = 4
+    for letter in LETTERS[1:]:
+        marker = f"{sep}({letter}) "
+        i = text.find(marker, pos)
+        if i < 0:
+            break
+        starts.append((i, len(marker)))
+        pos = i + len(marker)
+    ends = [s for s, _ in starts[1:]] + [len(text)]
+    return tuple(text[s + n : e] for (s, n), e in zip(starts, ends, strict=True))
+
+
+def parse_choices(text: str, sep: str | None = None) -> tuple[str, ...]:
+    """Split an APTBench `choices` string into option bodies (empty tuple if it has no `(A) `).
+
+    With `sep` (the task's known separator) only that one is tried; otherwise the separator
+    giving more options wins, a newline on ties.
+    """
+    best: tuple[str, ...] = ()
+    for s in (sep,) if sep else _SEPARATORS:
+        opts = _split(text, s)
+        if len(opts) > len(best):
+            best = opts
+    return best
+
+
+def spec_for(dataset: str, task: str) -> TaskSpec | None:
+    """The TaskSpec of an APTBench `<dataset>/<task>` folder (`plan_zh` -> DR `plan`), if known."""
+    for spec in TASKS.values():
+        if spec.dataset == dataset and (task == spec.task or task.startswith(spec.task + "_")):
+            return spec
+    return None
+
+
+def label_for_path(path: str) -> tuple[str, TaskSpec | None]:
+    """Task label and spec of an APTBench JSONL file from its folders (`.../env_setup/error/x.jsonl`)."""
+    p = PurePath(path)
+    parts = p.parent.parts
+    if len(parts) >= 2:
+        spec = spec_for(parts[-2], parts[-1])
+        if spec is not None:
+            return f"{parts[-2]}/{parts[-1]}", spec
+    return (parts[-1] if p.stem == "input_data" and parts else p.stem), None
+
+
+def _key(context: str, options: Sequence[str], answer: Any) -> str:
+    return content_id(context, list(options), json.dumps(answer, ensure_ascii=False, sort_keys=True))
+
+
+def aptbench_row(
+    data: Mapping[str, Any], where: str, task: str, spec: TaskSpec | None = None
+) -> AuditRow | Problem:
+    """A row in APTBench's official layout."""
+    answer_key = spec.answer_key if spec else "answer"
+    if answer_key not in data:
+        return Problem(where=where, stage="audit", reason="missing_answer", detail=f"no `{answer_key}` field")
+    answer = data[answer_key]
+    context = context_text(data)
+    if "choices" not in data:
+        return AuditRow(task, where, "completion", (), None, context, _key(context, (), answer))
+    choices = data["choices"]
+    options = parse_choices(choices, spec.choices_sep if spec else None) if isinstance(choices, str) else ()
+    if not options:
+        return Problem(
+            where=where,
+            stage="audit",
+            reason="unparseable_choices",
+            detail="`choices` is not a string of `(A) ...` options",
+        )
+    if isinstance(answer, list):
+        return AuditRow(task, where, "multi_select", options, None, context, _key(context, options, answer))
+    letter = str(answer).strip().strip("()")
+    if len(letter) != 1 or letter.upper() not in LETTERS or LETTERS.index(letter.upper()) >= len(options):
+        return Problem(
+            where=where,
+            stage="audit",
+            reason="answer_not_in_options",
+            detail=f"answer {answer!r} but {len(options)} options",
+        )
+    return AuditRow(
+        task, where, "mcq", options, LETTERS.index(letter.upper()), context, _key(context, options, letter)
+    )
+
+
+def candidate_row(data: Mapping[str, Any], where: str) -> AuditRow | Problem:
+    """A row of aptforge's candidate or published Parquet (`options`, `gold_index`, `scenario`, `task`)."""
+    task = f"{data.get('scenario', '?')}/{data.get('task', '?')}"
+    spec = TASKS.get((str(data.get("scenario")), str(data.get("task"))))
+    shown = {k: data[k] for k, _ in spec.fields if k in data} if spec else dict(data)
+    context = context_text(shown)
+    options = tuple(str(o) for o in data.get("options") or ())
+    gold = data.get("gold_index")
+    if not options:
+        return AuditRow(task, where, "completion", (), None, context, _key(context, (), data.get("gold")))
+    if not isinstance(gold, int) or not 0 <= gold < len(options):
+        return Problem(
+            where=where,
+            stage="audit",
+            reason="answer_not_in_options",
+            detail=f"gold_index {gold!r} of {len(options)} options",
+        )
+    return AuditRow(task, where, "mcq", options, gold, context, _key(context, options, gold))
+
+
+def audit_row(data: Any, where: str, task: str, spec: TaskSpec | None = None) -> AuditRow | Problem:
+    """Either layout, told apart by aptforge's `options`/`gold_index` columns."""
+    if not isinstance(data, Mapping):
+        return Problem(where=where, stage="audit", reason="not_a_row", detail=f"got {type(data).__name__}")
+    if "options" in data and "gold_index" in data:
+        return candidate_row(data, where)
+    return aptbench_row(data, where, task, spec)
+
+
+@dataclass(frozen=True)
+class TaskAudit:
+    """The audit of one task."""
+
+    task: str
+    items: int
+    forms: dict[str, int]
+    baselines: TaskBaselines | None
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def findings(self) -> dict[str, int]:
+        """Gate findings per reason."""
+        return dict(sorted(Counter(p.reason for p in self.problems).items()))
+
+    @property
+    def flagged(self) -> bool:
+        """True when some baseline exceeds its bound."""
+        return bool(self.baselines and self.baselines.exceeded)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        out: dict[str, Any] = {"task": self.task, "items": self.items, "forms": self.forms}
+        if self.baselines is not None:
+            out.update(self.baselines.as_dict())
+        out["flagged"] = self.flagged
+        out["findings"] = self.findings
+        return out
+
+
+def audit_task(
+    task: str,
+    rows: Sequence[AuditRow],
+    bounds: Bounds | None = None,
+    near_gold: float = 0.9,
+    problems: Iterable[Problem] = (),
+) -> TaskAudit:
+    """Gates and baselines of one task's rows (`problems`: rows of this task that could not be used)."""
+    bounds = bounds or Bounds()
+    found = list(problems)
+    items = len(rows) + sum(1 for p in found if p.stage == "audit")
+    first: dict[str, str] = {}
+    for r in rows:
+        if r.key in first:
+            found.append(
+                Problem(
+                    where=r.where, stage="audit", reason="duplicate_row", detail=f"same as {first[r.key]}"
+                )
+            )
+        first.setdefault(r.key, r.where)
+    mcq = [r for r in rows if r.form == "mcq" and r.gold_index is not None]
+    for r in mcq:
+        found += check_options(OptionSet(r.where, r.options, r.gold_index, r.context), near_gold)
+    baselines = task_baselines([Mcq(r.where, r.options, r.gold_index) for r in mcq], bounds) if mcq else None  # type: ignore[misc]
+    forms = dict(Counter(r.form for r in rows))
+    return TaskAudit(task, items, forms, baselines, found)
+
+
+def audit_rows(
+    rows: Iterable[AuditRow | Problem],
+    bounds: Bounds | Mapping[str, Bounds] | None = None,
+    near_gold: float = 0.9,
+    task_of: Mapping[str, str] | None = None,
+) -> dict[str, TaskAudit]:
+    """Audit rows of one or more tasks; Problems are attributed to the task `task_of[file]` names."""
+    by_task: dict[str, list[AuditRow]] = {}
+    unusable: dict[str, list[Problem]] = {}
+    for r in rows:
+        if isinstance(r, Problem):
+            task = (task_of or {}).get(r.where.rsplit(":", 1)[0], "?")
+            unusable.setdefault(task, []).append(r)
+        else:
+            by_task.setdefault(r.task, []).append(r)
+    out = {}
+    for task in sorted(set(by_task) | set(unusable)):
+        b = bounds.get(task, Bounds()) if isinstance(bounds, Mapping) else (bounds or Bounds())
+        out[task] = audit_task(task, by_task.get(task, []), b, near_gold, unusable.get(task, []))
+    return out

@@ -28,7 +28,6 @@ from extractors.ingest.records import find_inputs
 from extractors.labels.reports import load_reports
 from flows import cache_keys, hygiene, stages
 from flows import progress as progress_mod
-from flows.audit import build_quality
 from flows.config import BuildConfig
 from flows.io import write_json, write_jsonl, write_parquet
 from flows.progress import Progress
@@ -38,6 +37,7 @@ from generators.base import DistractorGenerator
 from generators.hygiene.dedup import dedup_questions
 from generators.hygiene.scrub import redact_problems, redact_questions, redact_trajectories
 from generators.offline import OfflineGenerator
+from generators.quality.audit import build_quality
 from generators.quality.balance import balance_positions
 from schemas import GoldStep, Problem, Question, Trajectory, question_row, rows_table, task_spec
 

@@ -299,8 +299,9 @@ def audit(
     ] = False,
 ) -> None:
     """Per task: items, options, chance, each model-free baseline against its bound, position chi², gate findings."""
-    from flows.audit import audit_json, audit_paths, render_audit
+    from flows.audit_files import audit_paths, render_audit
     from flows.config import ConfigError, load_config
+    from generators.quality.audit import audit_json
 
     quality = None
     if config is not None:

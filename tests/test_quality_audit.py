@@ -11,9 +11,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from flows.audit import build_quality, refused_tasks
 from flows.cli import app
 from flows.config import ConfigError, QualityConfig, load_config
+from generators.quality.audit import build_quality, refused_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

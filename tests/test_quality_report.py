@@ -9,8 +9,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from flows.audit import audit_json, audit_paths
+from flows.audit_files import audit_paths
 from flows.cli import app
+from generators.quality.audit import audit_json
 from generators.quality.baselines import BASELINES
 
 ROOT = Path(__file__).resolve().parents[1]

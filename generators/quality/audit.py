@@ -6,7 +6,9 @@ newlines; `answer` a letter) or as aptforge's own candidate/published Parquet ro
 list and `gold_index`). Both become `AuditRow`s; a row that cannot be used becomes a Problem
 naming where it sits and why. `audit_rows` groups rows by task and returns, per task, the item
 and option counts, chance, every baseline against its bound, the gold-position chi-square and
-the gate findings. Nothing here reads files: `flows/audit.py` does.
+the gate findings; `build_quality` and `audit_json` turn those into the report's quality section
+(flags, overrides, publishable) and `refused_tasks` reads it back for publish. Nothing here reads
+files: `flows/audit_files.py` does.
 """
 
 from __future__ import annotations
@@ -16,14 +18,36 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, Protocol
 
-from generators.quality.baselines import Bounds, Mcq, TaskBaselines, task_baselines
+from generators.quality.baselines import BASELINES, Bounds, Mcq, TaskBaselines, task_baselines
 from generators.quality.gates import OptionSet, check_options, context_text
 from schemas import LETTERS, TASKS, Problem, TaskSpec, content_id
 
 RowForm = Literal["mcq", "completion", "multi_select"]
 _SEPARATORS = ("\n", " ")
+
+
+class QualityRules(Protocol):
+    """What the audit reads of a quality config (`flows.config.QualityConfig` is one)."""
+
+    margin: float
+    min_items: int
+    z: float
+    bounds: Mapping[str, Mapping[str, float]]
+    overrides: Mapping[str, str]
+
+
+class _DefaultRules(NamedTuple):
+    margin: float = 0.10
+    min_items: int = 100
+    z: float = 2.326
+    bounds: Mapping[str, Mapping[str, float]] = {}
+    overrides: Mapping[str, str] = {}
+
+
+DEFAULT_RULES: QualityRules = _DefaultRules()
+"""The bounds a task gets when no config names any (the defaults of `QualityConfig`)."""
 
 
 class AuditRow(NamedTuple):
@@ -192,6 +216,15 @@ class TaskAudit:
         return out
 
 
+class AuditResult(NamedTuple):
+    """What `aptforge audit` found."""
+
+    tasks: dict[str, TaskAudit]
+    problems: list[Problem]
+    """Files or rows that could not be read at all (outside any task)."""
+    files: list[str]
+
+
 def audit_task(
     task: str,
     rows: Sequence[AuditRow],
@@ -239,4 +272,90 @@ def audit_rows(
     for task in sorted(set(by_task) | set(unusable)):
         b = bounds.get(task, Bounds()) if isinstance(bounds, Mapping) else (bounds or Bounds())
         out[task] = audit_task(task, by_task.get(task, []), b, near_gold, unusable.get(task, []))
+    return out
+
+
+def _config_key(mapping: Mapping[str, Any], task: str) -> str | None:
+    if task in mapping:
+        return task
+    short = task.rsplit("/", 1)[-1]
+    return short if short in mapping else None
+
+
+def bounds_of(quality: QualityRules, task: str) -> Bounds:
+    """The baseline bounds of one task (`task` or its last `/` part names it in the config)."""
+    key = _config_key(quality.bounds, task)
+    return Bounds(quality.margin, quality.min_items, quality.z, dict(quality.bounds[key]) if key else {})
+
+
+def override_of(quality: QualityRules, task: str) -> str | None:
+    """The configured reason to publish `task` although it is flagged."""
+    key = _config_key(quality.overrides, task)
+    return quality.overrides[key] if key else None
+
+
+def task_entry(audit: TaskAudit, quality: QualityRules) -> dict[str, Any]:
+    """The JSON entry of one task: the audit plus `override` and `publishable`."""
+    entry = audit.as_dict()
+    reason = override_of(quality, audit.task) if audit.flagged else None
+    entry["why"] = audit.baselines.why() if audit.baselines else ""
+    entry["override"] = reason
+    entry["publishable"] = not audit.flagged or reason is not None
+    return entry
+
+
+def audit_json(
+    result: AuditResult, quality: QualityRules | None = None, examples: int | None = None
+) -> dict[str, Any]:
+    """JSON-ready audit: per task the entry and its findings (all, or `examples` per reason)."""
+    quality = quality or DEFAULT_RULES
+    tasks: dict[str, Any] = {}
+    for name, audit in result.tasks.items():
+        entry = task_entry(audit, quality)
+        shown: dict[str, int] = {}
+        problems = []
+        for p in audit.problems:
+            shown[p.reason] = shown.get(p.reason, 0) + 1
+            if examples is None or shown[p.reason] <= examples:
+                problems.append(p.model_dump())
+        entry["problems"] = problems
+        tasks[name] = entry
+    return {
+        "files": result.files,
+        "baselines": list(BASELINES),
+        "tasks": tasks,
+        "problems": [p.model_dump() for p in result.problems],
+    }
+
+
+def build_quality(
+    rows_by_task: Mapping[str, Iterable[Mapping[str, Any]]], quality: QualityRules
+) -> dict[str, Any]:
+    """The `quality` section of a build report, from the candidate rows of every task."""
+    tasks: dict[str, Any] = {}
+    for task, rows in rows_by_task.items():
+        parsed = [candidate_row(r, str(r.get("item_id", "?"))) for r in rows]
+        good = [r for r in parsed if isinstance(r, AuditRow)]
+        bad = [r for r in parsed if isinstance(r, Problem)]
+        audit = audit_task(task, good, bounds_of(quality, task), problems=bad)
+        tasks[task] = task_entry(audit, quality)
+    flags = {t: e["why"] for t, e in tasks.items() if e["flagged"]}
+    return {
+        "baselines": list(BASELINES),
+        "margin": quality.margin,
+        "min_items": quality.min_items,
+        "tasks": tasks,
+        "flags": flags,
+        "refused_tasks": sorted(t for t, e in tasks.items() if not e["publishable"]),
+    }
+
+
+def refused_tasks(report: Mapping[str, Any]) -> dict[str, str]:
+    """Tasks a publish must refuse, with why: flagged by a baseline and not overridden in config."""
+    out = {}
+    for task, entry in (report.get("quality") or {}).get("tasks", {}).items():
+        if not entry.get("publishable", True):
+            out[task] = (
+                f"model-free baselines exceed their bounds ({entry['why']}); set quality.overrides.{task} with a reason"
+            )
     return out

@@ -5,7 +5,7 @@ throughput is at least 0.9 of the bare SDK's (`AsyncOpenAI` + `asyncio.Semaphore
 stand-in server at the same concurrency, measured in this same run.
 
 What it does:
-1. starts the stand-in server (`tests/servers/llm.py`) in a subprocess, with 100 ms latency and the
+1. starts the stand-in server (`python -m tests.servers.llm`) in a subprocess, with 100 ms latency and the
    distractor responder, so its CPU is not charged to the client;
 2. makes N synthetic `swe_issue_fix/plan` gold steps (distinct runs, about 2 KB of context each) and
    the request bodies aptforge sends for them;
@@ -156,7 +156,8 @@ def main() -> int:
     server = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "tests" / "servers" / "llm.py"),
+            "-m",
+            "tests.servers.llm",
             "--latency",
             str(args.latency),
             "--responder",
@@ -166,6 +167,7 @@ def main() -> int:
         ],
         stdout=subprocess.PIPE,
         text=True,
+        cwd=ROOT,
     )
     try:
         assert server.stdout is not None

@@ -1,4 +1,4 @@
-"""Tests for the stand-in Hugging Face Hub (``tests/servers/hub.py``), driven by the real ``huggingface_hub``.
+"""Tests for the stand-in Hugging Face Hub (``tests/servers/hub/``), driven by the real ``huggingface_hub``.
 
 The client is never patched: it is pointed at the stand-in with ``HfApi(endpoint=hub.endpoint, token=...)``
 and ``endpoint=`` on ``hf_hub_download``. ``HF_HUB_DISABLE_XET`` / ``HF_HUB_DISABLE_TELEMETRY`` are read by

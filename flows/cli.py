@@ -8,8 +8,11 @@ message naming the file and field.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -209,6 +212,20 @@ def _display_path(path: str) -> str:
     return path[len(cwd) :] if path.startswith(cwd) else path
 
 
+@contextmanager
+def _flow_failures_unlogged(quiet: bool) -> Iterator[None]:
+    """Keep Prefect from logging a failed run's traceback: the command prints the one-line reason itself."""
+    loggers = [logging.getLogger(n) for n in ("prefect.flow_runs", "prefect.task_runs")] if quiet else []
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
 @app.command()
 def publish(
     config: Annotated[Path, typer.Argument(help="The build config whose verified items to release.")],
@@ -218,7 +235,14 @@ def publish(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
     force: Annotated[
-        bool, typer.Option("--force", help="Publish even if the Hub repo moved since the last publish.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Publish even if the Hub repo moved since the last publish (overrides only that guard).",
+        ),
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="On a handled error, show Prefect's log and the traceback.")
     ] = False,
 ) -> None:
     """Release accepted items: Parquet + dataset card + APTBench JSONL + lm-eval YAML, one Hub commit."""
@@ -232,21 +256,22 @@ def publish(
     _quiet_prefect()
     from huggingface_hub.errors import HfHubHTTPError
 
-    from flows.hub import HubRefused
+    from flows.hub import HubRefused, hub_error_line
     from flows.publish import PublishRefused
     from flows.publish import publish as publish_flow
 
     try:
-        result = publish_flow(cfg, repo_id=repo, dry_run=dry_run, force=force)
+        with _flow_failures_unlogged(not debug):
+            result = publish_flow(cfg, repo_id=repo, dry_run=dry_run, force=force)
     except (PublishRefused, HubRefused) as exc:
-        err.print(f"[bold red]publish refused:[/] {exc}", highlight=False)
+        if debug:
+            raise
+        err.print(f"[bold red]publish refused:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     except HfHubHTTPError as exc:
-        status = exc.response.status_code if exc.response is not None else "?"
-        err.print(
-            f"[bold red]hub error {status}:[/] {str(exc).splitlines()[0]} (the local release folder was written)",
-            highlight=False,
-        )
+        if debug:
+            raise
+        err.print(f"[bold red]hub error:[/] {hub_error_line(exc)}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     plan = result["plan"]
     table = Table(
@@ -273,12 +298,19 @@ def publish(
     )
     pushed = result.get("pushed")
     if pushed:
+        if pushed["overrode"]:
+            err.print(f"[bold yellow]warning:[/] {pushed['overrode']}", highlight=False)
         what = (
-            f"commit {pushed['commit'][:12]}"
+            f"commit {pushed['commit'][:12]} ({len(pushed['changed'])} file(s) changed)"
             if pushed["created_commit"]
             else "no new commit (identical content)"
         )
-        out.print(f"hub: {pushed['repo_id']} {what}, tag {pushed['tag']}", highlight=False)
+        tag = f"tag {pushed['tag']} at {pushed['tag_commit'][:12]}"
+        if pushed["created_tag"]:
+            tag += " (new)"
+        elif pushed["tag_commit"] != pushed["head"]:
+            tag += f" (kept: it already names this content; head is {pushed['head'][:12]})"
+        out.print(f"hub: {pushed['repo_id']} {what}, {tag}", highlight=False)
     elif plan["repo_id"] and dry_run:
         out.print(
             f"hub: would push to {plan['repo_id']} as one commit, tag {plan['version']}", highlight=False

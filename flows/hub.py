@@ -1,9 +1,15 @@
 """Push a rendered release to the Hugging Face Hub as one commit, then tag it.
 
-`create_repo` (private by default), one `create_commit` carrying every file with `parent_commit`
-set to the head we last published (or saw), then `create_tag(version)`. A repo that moved since
-our last known commit is refused unless `force`. Publishing identical content makes no commit.
-The token comes from the environment only and is never logged.
+Every guard runs before anything is written remotely, in this order: resolve the branch head;
+compare the remote tree with the release file by file, by blob id (git SHA-1 for regular files,
+the LFS SHA-256 for LFS files, as `create_commit` itself does), never by a manifest alone; check
+the version tag; refuse a repo that moved since our last publish (the one guard `force`
+overrides, and the result says so). Then one `create_commit(parent_commit=head)` carrying only
+the changed files (plus deletions of our stale files), then `create_tag(version)`.
+
+Publishing identical content makes no commit and only adds the tag when it is missing, so a fresh
+checkout or CI runner with no local state republishes a release as a no-op. The token comes from
+the environment only and is never logged.
 """
 
 from __future__ import annotations
@@ -16,9 +22,13 @@ from typing import Any, NamedTuple
 
 from flows.io import write_json
 
+#: Top-level folders a release owns on the Hub: a file there that the release lacks is stale and deleted.
+OWNED_FOLDERS = frozenset({"data", "aptbench", "lm_eval"})
+_IGNORED = frozenset({".gitattributes"})
+
 
 class HubRefused(RuntimeError):
-    """The push was refused before anything was written remotely (moved repo, missing token...)."""
+    """The push was refused before anything was written remotely (moved repo, tag, missing token...)."""
 
 
 class PushResult(NamedTuple):
@@ -31,13 +41,34 @@ class PushResult(NamedTuple):
     """Branch head after the push."""
     tag: str
     created_commit: bool
+    tag_commit: str = ""
+    """The commit the version tag points at after the push (the head, or the older commit holding this content)."""
+    created_tag: bool = False
+    changed: tuple[str, ...] = ()
+    """Paths the commit added, replaced or deleted."""
+    overrode: str = ""
+    """The guard `force` overrode (the moved-repo guard), in words; empty when none was."""
+
+
+class TreeDiff(NamedTuple):
+    """How a remote tree differs from a release."""
+
+    upload: tuple[str, ...]
+    """Release paths missing remotely or whose blob id differs."""
+    delete: tuple[str, ...]
+    """Remote paths under the owned folders that the release no longer has."""
+
+    @property
+    def empty(self) -> bool:
+        """True when the remote already holds exactly the release."""
+        return not self.upload and not self.delete
 
 
 def hub_token() -> str:
     """`HF_TOKEN` from the environment (the only place a token is read)."""
     token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
     if not token:
-        raise HubRefused("HF_TOKEN is not set: the Hub token is read from the environment only")
+        raise HubRefused("HF_TOKEN is not set (hint: export HF_TOKEN=<a write token for the repo>)")
     return token
 
 
@@ -57,22 +88,72 @@ def load_state(path: Path) -> dict[str, Any]:
         return {}
 
 
-def _remote_manifest(api: Any, repo_id: str, revision: str) -> dict[str, Any] | None:
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, RemoteEntryNotFoundError
+def remote_manifest(repo_id: str, token: str | None = None) -> dict[str, Any] | None:
+    """`manifest.json` at the repo's head (the previous release, for the changelog); None when absent."""
+    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
+    api = hub_api(token or hub_token())
     try:
-        local = hf_hub_download(
-            repo_id,
-            "manifest.json",
-            repo_type="dataset",
-            revision=revision,
-            endpoint=api.endpoint,
-            token=api.token,
-        )
-    except (EntryNotFoundError, RemoteEntryNotFoundError):
+        local = api.hf_hub_download(repo_id, "manifest.json", repo_type="dataset")
+    except (EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError):
         return None
     return json.loads(Path(local).read_text(encoding="utf-8"))
+
+
+def remote_tree(api: Any, repo_id: str, revision: str) -> dict[str, Any]:
+    """Path -> `RepoFile` of every file at `revision` (folders left out)."""
+    from huggingface_hub.hf_api import RepoFile
+
+    entries = api.list_repo_tree(repo_id, recursive=True, revision=revision, repo_type="dataset")
+    return {e.path: e for e in entries if isinstance(e, RepoFile)}
+
+
+def same_blob(remote: Any, blob: bytes) -> bool:
+    """Whether a remote `RepoFile` holds exactly `blob` (LFS SHA-256, else git blob SHA-1)."""
+    from huggingface_hub.utils import sha
+
+    if remote.lfs is not None:
+        return remote.lfs.sha256 == sha.sha256(blob).hexdigest() and remote.lfs.size == len(blob)
+    return remote.blob_id == sha.git_hash(blob)
+
+
+def diff_tree(files: Mapping[str, bytes], remote: Mapping[str, Any]) -> TreeDiff:
+    """Which release files must be uploaded and which stale remote files deleted."""
+    upload = tuple(p for p in sorted(files) if p not in remote or not same_blob(remote[p], files[p]))
+    delete = tuple(
+        p
+        for p in sorted(remote)
+        if p not in files and p not in _IGNORED and p.split("/", 1)[0] in OWNED_FOLDERS
+    )
+    return TreeDiff(upload, delete)
+
+
+def hub_error_line(exc: Any) -> str:
+    """One line for a Hub HTTP error, with what to check (the token for 401/403), and that nothing local changed."""
+    status = exc.response.status_code if getattr(exc, "response", None) is not None else None
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = {
+        401: "check HF_TOKEN (a valid token for this Hub, read from the environment)",
+        403: "check that HF_TOKEN has write access to the repo",
+        404: "check the repo id and HF_ENDPOINT",
+        412: "the repo moved while publishing; rerun to compare against the new head",
+    }.get(status or 0, "rerun when the Hub answers again")
+    return f"{status or '?'} {first} (hint: {hint}; the local release folder is unchanged)"
+
+
+def _short(oid: str | None) -> str:
+    return (oid or "none")[:12]
+
+
+def _moved(head: str, remote: Mapping[str, Any], known: str | None, tags: Mapping[str, str]) -> str:
+    """Why the head is not a commit we published (empty when it is ours or the repo is empty)."""
+    if not set(remote) - _IGNORED:
+        return ""
+    if known == head or head in tags.values():
+        return ""
+    if known is None:
+        return f"the repo holds files at untagged head {_short(head)} that no aptforge release published"
+    return f"the repo moved since the last publish: head is {_short(head)}, last known {_short(known)}"
 
 
 def push_release(
@@ -85,65 +166,68 @@ def push_release(
     force: bool = False,
     token: str | None = None,
 ) -> PushResult:
-    """Push `files` as one commit and tag it `version`.
+    """Push `files` as one commit of the changed files and tag it `version`.
 
     Raises:
-        HubRefused: the repo moved since the last known commit (and not `force`), or no token.
+        HubRefused: no token; the tag already names other content; the repo moved since the last
+            known commit (unless `force`). Raised before anything is written remotely.
     """
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
     api = hub_api(token or hub_token())
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    # 1. the remote head
     head = api.repo_info(repo_id, repo_type="dataset").sha
+    # 2. the remote tree against the release, by blob id
+    remote = remote_tree(api, repo_id, head)
+    diff = diff_tree(files, remote)
+    # 3. the tag
+    refs = api.list_repo_refs(repo_id, repo_type="dataset")
+    tags = {t.name: t.target_commit for t in refs.tags}
+    tagged = tags.get(version)
+    if tagged is not None and not (tagged == head and diff.empty):
+        at_tag = diff if tagged == head else diff_tree(files, remote_tree(api, repo_id, tagged))
+        if not at_tag.empty:
+            raise HubRefused(
+                f"tag {version} already points at {_short(tagged)}, where "
+                f"{len(at_tag.upload) + len(at_tag.delete)} file(s) differ from this release; "
+                "bump `version` in the config (a published tag is never moved)"
+            )
+    # 4. the moved-repo guard (only a commit can overwrite someone else's work)
+    overrode = ""
     state = load_state(state_path)
-    known = state.get(repo_id, {}).get("commit")
-    remote_files = set(api.list_repo_files(repo_id, repo_type="dataset", revision=head))
-    if known is None and remote_files - {".gitattributes"} and not force:
-        raise HubRefused(
-            f"{repo_id} already holds files this folder never published (head {head[:12]}); "
-            "use --force to publish on top of them"
-        )
-    if known is not None and known != head and not force:
-        raise HubRefused(
-            f"{repo_id} moved since the last publish: head is {head[:12]}, last known {known[:12]}; "
-            "review the remote changes, then use --force"
-        )
-    manifest = json.loads(files["manifest.json"])
-    remote = _remote_manifest(api, repo_id, head) if "manifest.json" in remote_files else None
-    created = False
+    if not diff.empty:
+        moved = _moved(head, remote, state.get(repo_id, {}).get("commit"), tags)
+        if moved and not force:
+            raise HubRefused(f"{moved}; review the remote changes, then rerun with --force to publish on top")
+        overrode = f"--force overrode the moved-repo guard: {moved}" if moved else ""
     commit = None
-    if (
-        remote is None
-        or remote.get("files") != manifest.get("files")
-        or remote.get("version") != manifest.get("version")
-    ):
-        ops: list[Any] = [
-            CommitOperationAdd(path_in_repo=p, path_or_fileobj=blob) for p, blob in sorted(files.items())
-        ]
-        stale = sorted(
-            p
-            for p in remote_files
-            if p not in files
-            and p != ".gitattributes"
-            and p.split("/", 1)[0] in {"data", "aptbench", "lm_eval"}
-        )
-        ops += [CommitOperationDelete(path_in_repo=p) for p in stale]
+    if not diff.empty:
+        ops: list[Any] = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=files[p]) for p in diff.upload]
+        ops += [CommitOperationDelete(path_in_repo=p) for p in diff.delete]
         info = api.create_commit(
             repo_id,
             operations=ops,
             repo_type="dataset",
             parent_commit=head,
             commit_message=f"aptforge release {version}",
+            commit_description="Changed: " + ", ".join(diff.upload + diff.delete),
         )
-        commit, head, created = info.oid, info.oid, True
-    refs = api.list_repo_refs(repo_id, repo_type="dataset")
-    tags = {t.name: t.target_commit for t in refs.tags}
-    if version not in tags:
+        commit = head = info.oid
+    created_tag = tagged is None
+    if created_tag:
         api.create_tag(repo_id, tag=version, revision=head, repo_type="dataset")
-    elif tags[version] != head and not force:
-        raise HubRefused(
-            f"tag {version} already points at {tags[version][:12]}, not at {head[:12]}; bump the version"
-        )
+        tagged = head
     state[repo_id] = {"commit": head, "version": version}
     write_json(state_path, state)
-    return PushResult(repo_id, commit, head, version, created)
+    return PushResult(
+        repo_id,
+        commit,
+        head,
+        version,
+        commit is not None,
+        tag_commit=tagged or head,
+        created_tag=created_tag,
+        changed=diff.upload + diff.delete,
+        overrode=overrode,
+    )

@@ -14,8 +14,8 @@ import json
 import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
 from prefect import flow, task
@@ -23,7 +23,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.config import BuildConfig
 from flows.release import ReleaseMeta, changelog, render_release
-from schemas import Item, content_hash, question_row
+from schemas import Item, content_hash, content_id, question_row
 
 
 class PublishRefused(RuntimeError):
@@ -103,22 +103,79 @@ def _previous_manifest(folder: Path) -> dict[str, Any] | None:
         return None
 
 
+def portable_path(path: str, roots: Sequence[str]) -> str:
+    """`path` as `<input root name>/<relative path>` under the first input root holding it (else its name).
+
+    Release files never carry the build machine's absolute paths, so two clones give the same bytes.
+    """
+    target = PurePath(path)
+    if not target.is_absolute():
+        return target.as_posix()
+    for root in roots:
+        base = PurePath(root)
+        if target == base or base in target.parents:
+            return (PurePath(base.name) / target.relative_to(base)).as_posix()
+    return target.name
+
+
+def portable_fingerprint(config: BuildConfig) -> str:
+    """Hash of the config with every absolute path reduced to its last part and `out_dir` left out."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "out_dir"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        if isinstance(value, str) and PurePath(value).is_absolute():
+            return PurePath(value).name
+        return value
+
+    return content_id(strip(config.model_dump(mode="json")))
+
+
+def previous_release(config: BuildConfig, repo_id: str | None) -> dict[str, Any] | None:
+    """The manifest of the release last published: the Hub head's when a repo is set (and readable), else the local folder's."""
+    if repo_id:
+        from huggingface_hub.errors import HfHubHTTPError
+
+        from flows.hub import HubRefused, remote_manifest
+
+        try:
+            return remote_manifest(repo_id)
+        except (HubRefused, HfHubHTTPError, OSError):
+            pass
+    return _previous_manifest(release_dir(config))
+
+
 def prepare(
-    config: BuildConfig, items: list[Item], report: Mapping[str, Any], repo_id: str | None
+    config: BuildConfig,
+    items: list[Item],
+    report: Mapping[str, Any],
+    repo_id: str | None,
+    *,
+    previous: Mapping[str, Any] | None = None,
+    not_verified: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, bytes], Plan]:
-    """Guard and render; raises PublishRefused when a guard says no."""
+    """Guard and render; raises PublishRefused when a guard says no.
+
+    `previous` is the manifest of the release last published (the Hub head's, else the local
+    folder's); `not_verified` counts the scenario's queue items by status other than accepted/edited.
+    """
     verified, excluded = select_verified(items, config.scenario)
+    for status, n in (not_verified or {}).items():
+        excluded[f"status_{status}"] = excluded.get(f"status_{status}", 0) + n
     refused = refused_tasks(report, _overrides(config))
     rows_by_task: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    roots = [s.path for s in config.sources]
     for item in verified:
         if item.question.task in refused:
             excluded[f"task_refused_{item.question.task}"] = (
                 excluded.get(f"task_refused_{item.question.task}", 0) + 1
             )
             continue
-        rows_by_task[(item.question.scenario, item.question.task)].append(
-            question_row(item.question, status=item.status)
-        )
+        row = question_row(item.question, status=item.status)
+        row["source_file"] = portable_path(row["source_file"], roots)
+        rows_by_task[(item.question.scenario, item.question.task)].append(row)
     if refused and not rows_by_task:
         raise PublishRefused(
             "every task with verified items failed its quality bounds: "
@@ -134,18 +191,21 @@ def prepare(
             f"the secret scanner still finds {len(findings)} secret(s): " + "; ".join(findings[:5])
         )
     folder = release_dir(config)
-    previous = _previous_manifest(folder)
+    if previous is None:
+        previous = _previous_manifest(folder)
+    if previous is not None and previous.get("version") == config.version:
+        # republishing a version: its changelog stays against the release before it
+        previous = previous.get("baseline")
     meta = ReleaseMeta(
         name=f"aptforge-{config.scenario}",
         version=config.version,
         description=config.description,
         license=getattr(getattr(config, "publish", None), "license", "apache-2.0"),
-        config_hash=config.fingerprint(),
+        config_hash=portable_fingerprint(config),
         repo_id=repo_id,
-        inputs=[s.path for s in config.sources],
+        inputs=[portable_path(r, roots) for r in roots],
         baselines=_baselines(report),
         previous=previous,
-        local_path=str(folder.resolve()),
     )
     files = render_release(rows_by_task, meta)
     manifest = json.loads(files["manifest.json"])
@@ -170,10 +230,10 @@ def _baselines(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_release(
+def stage_release(
     folder: Path, files: Mapping[str, bytes], check: Callable[[Path], None] | None = None
-) -> None:
-    """Write the whole folder beside the old one, run `check` on it, then swap; the old one survives any failure."""
+) -> Path:
+    """Write the whole release into a temp folder beside `folder` and run `check` on it; returns the staging folder."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.new-", dir=folder.parent))
     try:
@@ -183,6 +243,15 @@ def write_release(
             target.write_bytes(blob)
         if check is not None:
             check(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging
+
+
+def swap_in(staging: Path, folder: Path) -> None:
+    """Replace `folder` by the staged release (two renames; the old folder is removed last)."""
+    try:
         old = None
         if folder.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=folder.parent))
@@ -196,6 +265,13 @@ def write_release(
         raise
 
 
+def write_release(
+    folder: Path, files: Mapping[str, bytes], check: Callable[[Path], None] | None = None
+) -> None:
+    """Write the whole folder beside the old one, run `check` on it, then swap; the old one survives any failure."""
+    swap_in(stage_release(folder, files, check), folder)
+
+
 def _assert_clean(config: BuildConfig, folder: Path) -> None:
     """The secret scanner over every file of the staged release (card, JSONL, YAML, Parquet rows)."""
     from flows.hygiene import assert_release_clean, privacy_options
@@ -207,14 +283,25 @@ def _assert_clean(config: BuildConfig, folder: Path) -> None:
         raise PublishRefused(f"the secret scanner still finds secrets in the release: {exc}") from None
 
 
+class Reviewed(NamedTuple):
+    """What the review queue holds for a scenario."""
+
+    verified: list[Item]
+    not_verified: dict[str, int]
+    """Active items by status other than accepted/edited."""
+
+
 @task(name="load-verified", cache_policy=NO_CACHE)
-def load_verified(path: str) -> list[Item]:
-    """Verified items from the review queue."""
+def load_verified(path: str, scenario: str) -> Reviewed:
+    """Verified items from the review queue, and how many were left out by status."""
     from annotations.queue import Queue
 
     if not Path(path).exists():
         raise PublishRefused(f"no review queue at {path}: run the build (it enqueues) and review first")
-    return Queue(path).verified()
+    queue = Queue(path)
+    statuses = set(queue.facets().get("status", {})) - {"accepted", "edited"}
+    counts = {s: queue.count(status=s, scenario=scenario) for s in sorted(statuses)}
+    return Reviewed(queue.verified(), {s: n for s, n in counts.items() if n})
 
 
 @flow(name="publish-benchmark", log_prints=False)
@@ -226,24 +313,39 @@ def publish(
     if not report_path.exists():
         raise PublishRefused(f"no build report at {report_path}: run `aptforge build` first")
     report = json.loads(report_path.read_text(encoding="utf-8"))
-    items = load_verified(str(queue_path(config)))
+    reviewed = load_verified(str(queue_path(config)), config.scenario)
     repo = repo_id or getattr(getattr(config, "publish", None), "repo_id", None)
-    files, plan = prepare(config, items, report, repo)
+    files, plan = prepare(
+        config,
+        reviewed.verified,
+        report,
+        repo,
+        previous=previous_release(config, repo),
+        not_verified=reviewed.not_verified,
+    )
     result: dict[str, Any] = {"plan": plan._asdict(), "pushed": None, "dry_run": dry_run}
     if dry_run:
         return result
-    write_release(release_dir(config), files, check=lambda staged: _assert_clean(config, staged))
+    folder = release_dir(config)
+    # The local folder is the published artefact: it is swapped in only after the push succeeded, so a
+    # failed push leaves the previous release (and the next changelog's baseline) untouched.
+    staging = stage_release(folder, files, check=lambda staged: _assert_clean(config, staged))
     if repo:
         from flows.hub import push_release
 
         private = getattr(getattr(config, "publish", None), "private", True)
-        pushed = push_release(
-            files,
-            repo_id=repo,
-            version=config.version,
-            private=private,
-            state_path=Path(config.out_dir) / config.scenario / "hub_state.json",
-            force=force,
-        )
+        try:
+            pushed = push_release(
+                files,
+                repo_id=repo,
+                version=config.version,
+                private=private,
+                state_path=Path(config.out_dir) / config.scenario / "hub_state.json",
+                force=force,
+            )
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         result["pushed"] = pushed._asdict()
+    swap_in(staging, folder)
     return result

@@ -96,9 +96,7 @@ class ReleaseMeta(NamedTuple):
     inputs: Sequence[str]
     baselines: Mapping[str, Any]
     previous: Mapping[str, Any] | None
-    """The previous release's manifest (for the changelog), if any."""
-    local_path: str = ""
-    """Absolute release folder: where lm-eval YAMLs point when no Hub repo is configured."""
+    """The manifest of the release this one is compared with (the changelog's baseline), if any."""
 
 
 def release_task(scenario: str, task: str, row: Mapping[str, Any]) -> tuple[str, str]:
@@ -122,12 +120,21 @@ def _jsonl(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
-def _lm_eval_yaml(qualified: str, dataset: str, task: str, form: str, dataset_path: str) -> bytes:
+def _dataset_keys(qualified: str, repo_id: str | None, version: str) -> dict[str, Any]:
+    """Where lm-eval reads a config: the Hub repo at the release tag, else this folder (run from inside it)."""
+    if repo_id:
+        return {"dataset_path": repo_id, "dataset_name": qualified, "dataset_kwargs": {"revision": version}}
+    return {
+        "dataset_path": "parquet",
+        "dataset_kwargs": {"data_files": {"test": f"data/{qualified}/test-*.parquet"}},
+    }
+
+
+def _lm_eval_yaml(qualified: str, dataset: str, task: str, form: str, where: Mapping[str, Any]) -> bytes:
     instruction, body, cue = _PROMPTS.get((dataset, task), ("", "", ""))
     doc = {
         "task": f"aptforge_{qualified}",
-        "dataset_path": dataset_path,
-        "dataset_name": qualified,
+        **where,
         "test_split": "test",
         "doc_to_text": f"{instruction}\n\n{body}{cue}",
     }
@@ -165,7 +172,6 @@ def render_release(
             )
             g["rows"].append(dict(row))
     files: dict[str, bytes] = {}
-    dataset_path = meta.repo_id or meta.local_path
     for qualified, g in groups.items():
         spec = g["spec"]
         table = pa.Table.from_pylist(g["rows"], schema=candidate_schema(g["scenario"], g["task"]))
@@ -173,7 +179,11 @@ def render_release(
         official = [{name: r[name] for name, _ in spec.fields} for r in g["rows"]]
         files[f"aptbench/{spec.dataset}/{g['folder']}/input_data.jsonl"] = _jsonl(official)
         files[f"lm_eval/{qualified}.yaml"] = _lm_eval_yaml(
-            qualified, spec.dataset, spec.task, spec.form, dataset_path
+            qualified,
+            spec.dataset,
+            spec.task,
+            spec.form,
+            _dataset_keys(qualified, meta.repo_id, meta.version),
         )
     manifest = _manifest(groups, files, meta)
     files["README.md"] = _card(groups, meta, manifest).encode("utf-8")
@@ -192,6 +202,11 @@ def _manifest(
         "counts": {q: len(g["rows"]) for q, g in sorted(groups.items())},
         "items": {q: {r["item_id"]: r["content_hash"] for r in g["rows"]} for q, g in sorted(groups.items())},
         "files": {path: hashlib.sha256(blob).hexdigest() for path, blob in sorted(files.items())},
+        "baseline": (
+            {"version": meta.previous.get("version"), "items": meta.previous.get("items", {})}
+            if meta.previous
+            else None
+        ),
     }
 
 

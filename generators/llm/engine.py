@@ -86,6 +86,8 @@ class LLMReply(NamedTuple):
     """Model id the provider reports (may be a dated snapshot of the one requested)."""
     batch: bool = False
     """Answered through a batch API (priced with the batch factor)."""
+    logprobs: dict[str, Any] | None = None
+    """A text completion's `logprobs` (tokens, token_logprobs, top_logprobs, text_offset), if asked for."""
 
     def to_json(self) -> dict[str, Any]:
         """The cached form."""
@@ -127,6 +129,8 @@ class Job(NamedTuple):
     """`(attempt, previous failure) -> request`; attempt 1 has no previous failure."""
     check: Callable[[LLMReply], Checked]
     """Parse and validate a reply (pure)."""
+    truncation_ok: bool = False
+    """A reply cut at the token limit is an answer (base-model scoring caps output on purpose)."""
 
 
 class Outcome(NamedTuple):
@@ -227,7 +231,7 @@ def accept_reply(job: Job, request: LLMRequest, reply: LLMReply, ledger: Ledger)
     if reply.refusal is not None:
         ledger.count(job.task, request.model, "refusals")
         raise LLMFailure("llm_refused", f"the model refused: {reply.refusal[:300]}")
-    if reply.finish == "length":
+    if reply.finish == "length" and not job.truncation_ok:
         raise InvalidOutput(
             "llm_truncated_output", f"the reply was cut at the output limit of {request.est_out} tokens"
         )

@@ -1,0 +1,432 @@
+"""`aptforge eval`: score a base model on a release through any OpenAI-compatible completions endpoint.
+
+Why: a builder must see whether a new version still separates weak from strong models without
+taking the release to other code. The release (a folder, or a Hub dataset repo at a tag fetched
+with `huggingface_hub.snapshot_download`) is read as published: `data/<config>/test-*.parquet`
+are the items, `data/<config>/fewshot-*.parquet` the held-aside split the demos come from (never
+a test item). Two protocols:
+
+- `aptbench`: APTBench's few-shot prompt, greedy generation (`temperature 0`, the output budget of
+  the task's form), its answer extraction and metrics (`flows.eval_prompts`);
+- `loglik`: for an MCQ, the log-likelihood of each option letter after the same prompt (`acc`) and
+  of each option text normalised by its length in characters (`acc_norm`), read from the prompt's
+  own log-probabilities (`echo: true`, `logprobs: 1`, `max_tokens: 1`; the token generated after
+  the prompt is ignored), as lm-eval's `local-completions` does. A completion task has nothing to
+  choose among and is generated as under `aptbench`.
+
+Every request goes through the LLM layer (`generators.llm.LLMEngine`: concurrency limit, SDK
+retries, SQLite cache keyed by endpoint and body), so a rerun, or a run resumed after a kill,
+sends only what never completed. Outputs, written atomically into `--out`: `predictions.parquet`
+(one row per item), `scorecard.json` and `scorecard.html` (+ `charts/scores.png`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field
+
+from flows.eval_prompts import MAX_TOKENS, SHOTS, TaskPrompt, build_prompt, extract, letters, rouge_l
+from flows.io import write_json, write_parquet
+from schemas import task_spec
+
+Protocol = Literal["aptbench", "loglik"]
+
+
+class EvalConfig(BaseModel):
+    """What one `aptforge eval` run scores, against what, and where its outputs go."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    release: str
+    """Release folder, or Hub dataset repo id (`owner/name`, optionally `@revision`)."""
+    endpoint: str
+    """OpenAI-compatible base URL (`http://127.0.0.1:8000/v1`)."""
+    model: str
+    """Model name the endpoint serves."""
+    protocol: Protocol = "aptbench"
+    tasks: tuple[str, ...] = ()
+    """Release configs to score (default: all)."""
+    limit: int | None = None
+    """Score at most this many items per task (the first by item id)."""
+    out_dir: str = "out/eval"
+    shots: int = SHOTS
+    """Few-shot demos per prompt (from the release's `fewshot` split)."""
+    max_tokens: int | None = None
+    """Output budget of a generation (default: by form, `flows.eval_prompts.MAX_TOKENS`)."""
+    max_concurrency: int = Field(8, ge=1)
+    timeout_s: float = 600.0
+    max_retries: int = 3
+    seed: int = 0
+    """Seed of the bootstrap resampling."""
+    cache_path: str | None = None
+    """Response cache (default `<out_dir>/llm_cache.sqlite`)."""
+
+
+class Release(NamedTuple):
+    """A release on disk and what identifies it."""
+
+    folder: Path
+    source: str
+    """What the user named (folder or `repo@revision`)."""
+    manifest_sha256: str
+    name: str
+    version: str
+
+
+class EvalTask(NamedTuple):
+    """One config of a release, ready to score."""
+
+    name: str
+    form: str
+    answer_key: str
+    prompt: TaskPrompt
+    rows: list[dict[str, Any]]
+    demos: list[tuple[dict[str, Any], str]]
+    """Solved few-shot examples (row, answer)."""
+
+
+def open_release(source: str, revision: str | None = None, cache_dir: Path | None = None) -> Release:
+    """A release folder, fetched from the Hub (`HF_ENDPOINT`, `HF_TOKEN`) when `source` is not a folder.
+
+    Raises:
+        FileNotFoundError: neither a release folder nor a fetchable repo.
+    """
+    folder = Path(source)
+    if not folder.is_dir():
+        repo_id, _, at = source.partition("@")
+        from huggingface_hub import snapshot_download
+
+        folder = Path(
+            snapshot_download(
+                repo_id, repo_type="dataset", revision=revision or at or None, cache_dir=cache_dir
+            )
+        )
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        raise FileNotFoundError(f"{source}: not an aptforge release (no manifest.json)")
+    blob = manifest.read_bytes()
+    meta = json.loads(blob)
+    return Release(
+        folder, source, hashlib.sha256(blob).hexdigest(), str(meta.get("name", "")), str(meta.get("version", ""))
+    )
+
+
+def release_configs(folder: Path) -> list[str]:
+    """Configs that have a test split."""
+    return sorted(p.name for p in (folder / "data").iterdir() if p.is_dir() and any(p.glob("test-*.parquet")))
+
+
+def read_split(folder: Path, config: str, split: str) -> list[dict[str, Any]]:
+    """Rows of one split, by item id (empty when the split is absent)."""
+    rows: list[dict[str, Any]] = []
+    for path in sorted((folder / "data" / config).glob(f"{split}-*.parquet")):
+        rows += pq.read_table(path).to_pylist()
+    return sorted(rows, key=lambda r: r["item_id"])
+
+
+def task_prompt(scenario: str, task: str) -> TaskPrompt:
+    """The prompt pieces a task declares."""
+    from flows.release import _PROMPTS
+
+    spec = task_spec(scenario, task)
+    return TaskPrompt(*_PROMPTS[(spec.dataset, spec.task)])
+
+
+def load_task(folder: Path, config: str, shots: int, limit: int | None) -> EvalTask:
+    """Items and demos of one config.
+
+    Raises:
+        ValueError: the config has no test rows.
+    """
+    rows = read_split(folder, config, "test")
+    if not rows:
+        raise ValueError(f"{folder}: config {config} has no test rows")
+    spec = task_spec(rows[0]["scenario"], rows[0]["task"])
+    test_ids = {r["item_id"] for r in rows}
+    fewshot = [r for r in read_split(folder, config, "fewshot") if r["item_id"] not in test_ids]
+    demos = [(r, str(r[spec.answer_key]).strip()) for r in fewshot[:shots]]
+    return EvalTask(
+        config,
+        spec.form,
+        spec.answer_key,
+        task_prompt(rows[0]["scenario"], rows[0]["task"]),
+        rows[:limit] if limit else rows,
+        demos,
+    )
+
+
+class Unit(NamedTuple):
+    """One request of an item: a generation, or the score of one continuation."""
+
+    item: int
+    kind: str
+    """`generate`, `letter` or `text`."""
+    option: int
+    body: dict[str, Any]
+    check: Callable[[Any], Any]
+
+
+def _generate_check(reply: Any) -> Any:
+    from generators.llm import Checked
+
+    return Checked(reply.text if reply.text is not None else None, "no text in the completion")
+
+
+def continuation_logprob(logprobs: Mapping[str, Any] | None, start: int, end: int) -> float | None:
+    """Sum of the log-probabilities of the tokens that begin in `[start, end)` of the echoed prompt.
+
+    When no token begins there (one token spans the boundary), the token covering `start` counts.
+    """
+    if not logprobs or not logprobs.get("text_offset"):
+        return None
+    pairs = list(zip(logprobs["text_offset"], logprobs["token_logprobs"], strict=False))
+    inside = [lp for off, lp in pairs if start <= off < end]
+    if not inside:
+        inside = [lp for off, lp in pairs if off < start][-1:]
+    if not inside or any(lp is None for lp in inside):
+        return None
+    return float(sum(inside))
+
+
+def _loglik_check(start: int, end: int) -> Callable[[Any], Any]:
+    from generators.llm import Checked
+
+    def check(reply: Any) -> Any:
+        value = continuation_logprob(reply.logprobs, start, end)
+        return Checked(value, "no prompt log-probabilities in the reply (the server must support echo + logprobs)")
+
+    return check
+
+
+def item_units(task: EvalTask, index: int, prompt: str, cfg: EvalConfig) -> list[Unit]:
+    """The requests one item needs under the configured protocol."""
+    from generators.llm_completions import SCORE_FROM
+
+    row = task.rows[index]
+    if cfg.protocol == "loglik" and task.form == "mcq":
+        units = []
+        for kind, conts in (("letter", letters(len(row["options"]))), ("text", list(row["options"]))):
+            for j, cont in enumerate(conts):
+                body = {
+                    "model": cfg.model,
+                    "prompt": prompt + cont,
+                    "max_tokens": 1,
+                    "temperature": 0,
+                    "echo": True,
+                    "logprobs": 1,
+                    SCORE_FROM: max(0, len(prompt) - 16),
+                }
+                units.append(Unit(index, kind, j, body, _loglik_check(len(prompt), len(prompt) + len(cont))))
+        return units
+    body = {
+        "model": cfg.model,
+        "prompt": prompt,
+        "max_tokens": cfg.max_tokens or MAX_TOKENS[task.form],
+        "temperature": 0,
+    }
+    return [Unit(index, "generate", 0, body, _generate_check)]
+
+
+def _argmax(values: Sequence[float | None], weights: Sequence[float] | None = None) -> int | None:
+    if not values or any(v is None for v in values):
+        return None
+    scored = [v / (weights[i] if weights else 1.0) for i, v in enumerate(values)]  # type: ignore[operator]
+    return max(range(len(scored)), key=lambda i: (scored[i], -i))
+
+
+PREDICTION_SCHEMA = pa.schema(
+    [
+        pa.field("task", pa.string(), nullable=False),
+        pa.field("item_id", pa.string(), nullable=False),
+        pa.field("uuid", pa.string(), nullable=False),
+        pa.field("protocol", pa.string(), nullable=False),
+        pa.field("prompt_sha256", pa.string(), nullable=False),
+        pa.field("completion", pa.string()),
+        pa.field("letter_logprobs", pa.list_(pa.float64())),
+        pa.field("option_logprobs", pa.list_(pa.float64())),
+        pa.field("extracted", pa.string()),
+        pa.field("extracted_norm", pa.string()),
+        pa.field("gold", pa.string(), nullable=False),
+        pa.field("correct", pa.bool_(), nullable=False),
+        pa.field("correct_norm", pa.bool_()),
+        pa.field("rouge_l", pa.float64()),
+        pa.field("error", pa.string()),
+    ]
+)
+
+
+def score_item(
+    task: EvalTask, index: int, prompt: str, units: Sequence[Unit], values: Sequence[Any], errors: Sequence[str]
+) -> dict[str, Any]:
+    """One predictions row from an item's request outcomes."""
+    row = task.rows[index]
+    gold = str(row[task.answer_key]).strip()
+    out: dict[str, Any] = {
+        "task": task.name,
+        "item_id": row["item_id"],
+        "uuid": str(row.get("uuid", "")),
+        "protocol": "loglik" if units[0].kind != "generate" else "aptbench",
+        "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+        "completion": None,
+        "letter_logprobs": None,
+        "option_logprobs": None,
+        "extracted": None,
+        "extracted_norm": None,
+        "gold": gold,
+        "correct": False,
+        "correct_norm": None,
+        "rouge_l": None,
+        "error": "; ".join(e for e in errors if e) or None,
+    }
+    if units[0].kind == "generate":
+        out["completion"] = values[0]
+        pred = extract(task.prompt.cue, values[0])
+        out["extracted"] = pred
+        out["correct"] = pred is not None and pred == gold
+        if task.form == "completion":
+            out["rouge_l"] = rouge_l(pred, gold)
+        return out
+    by_kind: dict[str, list[float | None]] = {"letter": [], "text": []}
+    for unit, value in zip(units, values, strict=True):
+        by_kind[unit.kind].append(value)
+    names = letters(len(row["options"]))
+    best = _argmax(by_kind["letter"])
+    best_norm = _argmax(by_kind["text"], [max(1.0, float(len(o))) for o in row["options"]])
+    out["letter_logprobs"] = by_kind["letter"] if best is not None else None
+    out["option_logprobs"] = by_kind["text"] if best_norm is not None else None
+    out["extracted"] = names[best] if best is not None else None
+    out["extracted_norm"] = names[best_norm] if best_norm is not None else None
+    out["correct"] = out["extracted"] == gold
+    out["correct_norm"] = out["extracted_norm"] == gold
+    return out
+
+
+def _engine(cfg: EvalConfig, api_key: str) -> Any:
+    import openai
+
+    from generators.llm import Limiter, LLMEngine
+    from generators.llm_completions import OpenAICompletions
+    from generators.llm_ledger import Ledger
+    from generators.llm_store import ResponseStore
+
+    store = ResponseStore(cfg.cache_path or Path(cfg.out_dir) / "llm_cache.sqlite")
+    client = OpenAICompletions(
+        openai.AsyncOpenAI(
+            api_key=api_key, base_url=cfg.endpoint, timeout=cfg.timeout_s, max_retries=cfg.max_retries
+        )
+    )
+    engine = LLMEngine(client, store, Ledger({}), Limiter(cfg.max_concurrency), secrets=[api_key])
+    return engine, store
+
+
+class TaskRun(NamedTuple):
+    """What scoring one task produced."""
+
+    rows: list[dict[str, Any]]
+    sent: int
+    cached: int
+
+
+def run_task(
+    task: EvalTask, cfg: EvalConfig, engine: Any, progress: Callable[[int], None] | None = None
+) -> TaskRun:
+    """Score every item of a task (requests in chunks, so progress moves and memory stays bounded)."""
+    from generators.llm import Job, make_request
+
+    provider = f"openai-completions@{cfg.endpoint.rstrip('/')}"
+    prompts = [build_prompt(task.prompt, task.demos, row) for row in task.rows]
+    rows: list[dict[str, Any]] = []
+    sent = cached = 0
+    chunk = max(1, cfg.max_concurrency * 4)
+    for start in range(0, len(task.rows), chunk):
+        batch = range(start, min(len(task.rows), start + chunk))
+        units = {i: item_units(task, i, prompts[i], cfg) for i in batch}
+        jobs = [
+            Job(
+                f"{task.name}/{task.rows[i]['item_id']}/{u.kind}{u.option}",
+                task.name,
+                (lambda _a, _f, body=u.body: make_request(provider, body)),
+                u.check,
+                truncation_ok=True,
+            )
+            for i in batch
+            for u in units[i]
+        ]
+        outcomes = iter(engine.run(jobs))
+        for i in batch:
+            got = [next(outcomes) for _ in units[i]]
+            sent += sum(o.attempts - o.cached for o in got)
+            cached += sum(o.cached for o in got)
+            rows.append(
+                score_item(
+                    task,
+                    i,
+                    prompts[i],
+                    units[i],
+                    [o.value for o in got],
+                    [f"{o.reason}: {o.detail}" if o.reason else "" for o in got],
+                )
+            )
+        if progress is not None:
+            progress(len(batch))
+    return TaskRun(rows, sent, cached)
+
+
+def evaluate(cfg: EvalConfig, api_key: str = "", progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Score the release; write predictions, scorecard JSON and HTML; return the scorecard."""
+    from flows.scorecard import scorecard, write_scorecard_html
+
+    release = open_release(cfg.release, cache_dir=Path(cfg.out_dir) / "releases")
+    names = list(cfg.tasks) or release_configs(release.folder)
+    unknown = sorted(set(names) - set(release_configs(release.folder)))
+    if unknown:
+        raise ValueError(
+            f"unknown task(s) {', '.join(unknown)}; the release has {', '.join(release_configs(release.folder))}"
+        )
+    tasks = [load_task(release.folder, n, cfg.shots, cfg.limit) for n in names]
+    engine, store = _engine(cfg, api_key or os.environ.get("OPENAI_API_KEY") or "not-needed")
+    runs: dict[str, TaskRun] = {}
+    try:
+        for task in tasks:
+            done = 0
+
+            def step(n: int, task: EvalTask = task) -> None:
+                nonlocal done
+                done += n
+                if progress is not None:
+                    progress(task.name, done, len(task.rows))
+
+            runs[task.name] = run_task(task, cfg, engine, step)
+    finally:
+        engine.close()
+        store.close()
+    out = Path(cfg.out_dir)
+    rows = [r for run in runs.values() for r in run.rows]
+    write_parquet(out / "predictions.parquet", pa.Table.from_pylist(rows, schema=PREDICTION_SCHEMA))
+    card = scorecard(cfg, release, tasks, runs)
+    write_json(out / "scorecard.json", card)
+    write_scorecard_html(out, card)
+    return card
+
+
+__all__ = [
+    "PREDICTION_SCHEMA",
+    "EvalConfig",
+    "EvalTask",
+    "Release",
+    "continuation_logprob",
+    "evaluate",
+    "load_task",
+    "open_release",
+    "release_configs",
+    "run_task",
+    "score_item",
+]

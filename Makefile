@@ -13,7 +13,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup build-swe build-envsetup build-dr golden review publish-swe publish-dr serve test lint bench clean
+.PHONY: setup build-swe build-envsetup build-dr golden review publish-swe publish-dr serve eval-demo test lint bench clean
 
 setup: $(STAMP)
 
@@ -46,6 +46,9 @@ publish-dr: setup
 
 serve: setup
 	$(BIN)/aptforge serve --configs configs
+
+eval-demo: setup  # offline: SWE sample release, n-gram stand-in completions server, eval on both protocols
+	$(BIN)/python -m flows.eval_demo
 
 test: setup
 	$(BIN)/python -m pytest

@@ -20,6 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flows.eval_cli import eval_command, validity_command
 from flows.review import review_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
@@ -375,6 +376,10 @@ def serve(
     except ConfigError as exc:
         err.print(f"[bold red]nothing to serve:[/] {exc}", highlight=False)
         raise typer.Exit(2) from None
+
+
+app.command("eval")(eval_command)
+app.command("validity")(validity_command)
 
 
 def main() -> None:

@@ -66,9 +66,9 @@ def closer(cue: str) -> str:
 def _template(body: str) -> Any:
     from jinja2 import BaseLoader, Environment, StrictUndefined
 
-    return Environment(loader=BaseLoader(), undefined=StrictUndefined, keep_trailing_newline=True).from_string(
-        body
-    )
+    return Environment(
+        loader=BaseLoader(), undefined=StrictUndefined, keep_trailing_newline=True
+    ).from_string(body)
 
 
 def render(body: str, row: Mapping[str, Any]) -> str:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
 from flows.eval_prompts import MAX_TOKENS, SHOTS, TaskPrompt, build_prompt, extract, letters, rouge_l
@@ -115,7 +115,11 @@ def open_release(source: str, revision: str | None = None, cache_dir: Path | Non
     blob = manifest.read_bytes()
     meta = json.loads(blob)
     return Release(
-        folder, source, hashlib.sha256(blob).hexdigest(), str(meta.get("name", "")), str(meta.get("version", ""))
+        folder,
+        source,
+        hashlib.sha256(blob).hexdigest(),
+        str(meta.get("name", "")),
+        str(meta.get("version", "")),
     )
 
 
@@ -201,7 +205,9 @@ def _loglik_check(start: int, end: int) -> Callable[[Any], Any]:
 
     def check(reply: Any) -> Any:
         value = continuation_logprob(reply.logprobs, start, end)
-        return Checked(value, "no prompt log-probabilities in the reply (the server must support echo + logprobs)")
+        return Checked(
+            value, "no prompt log-probabilities in the reply (the server must support echo + logprobs)"
+        )
 
     return check
 
@@ -264,7 +270,12 @@ PREDICTION_SCHEMA = pa.schema(
 
 
 def score_item(
-    task: EvalTask, index: int, prompt: str, units: Sequence[Unit], values: Sequence[Any], errors: Sequence[str]
+    task: EvalTask,
+    index: int,
+    prompt: str,
+    units: Sequence[Unit],
+    values: Sequence[Any],
+    errors: Sequence[str],
 ) -> dict[str, Any]:
     """One predictions row from an item's request outcomes."""
     row = task.rows[index]
@@ -380,7 +391,9 @@ def run_task(
     return TaskRun(rows, sent, cached)
 
 
-def evaluate(cfg: EvalConfig, api_key: str = "", progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+def evaluate(
+    cfg: EvalConfig, api_key: str = "", progress: Callable[[str, int, int], None] | None = None
+) -> dict[str, Any]:
     """Score the release; write predictions, scorecard JSON and HTML; return the scorecard."""
     from flows.scorecard import scorecard, write_scorecard_html
 
@@ -392,7 +405,7 @@ def evaluate(cfg: EvalConfig, api_key: str = "", progress: Callable[[str, int, i
             f"unknown task(s) {', '.join(unknown)}; the release has {', '.join(release_configs(release.folder))}"
         )
     tasks = [load_task(release.folder, n, cfg.shots, cfg.limit) for n in names]
-    engine, store = _engine(cfg, api_key or os.environ.get("OPENAI_API_KEY") or "not-needed")
+    engine, store = _engine(cfg, api_key or "not-needed")
     runs: dict[str, TaskRun] = {}
     try:
         for task in tasks:
@@ -417,12 +430,35 @@ def evaluate(cfg: EvalConfig, api_key: str = "", progress: Callable[[str, int, i
     return card
 
 
+@flow(name="eval-benchmark", log_prints=False)
+def eval_flow(cfg: EvalConfig) -> dict[str, Any]:
+    """`evaluate` as a Prefect flow; the key comes from `OPENAI_API_KEY` (optional for local servers)."""
+    from flows import progress
+    from flows.settings import load_settings
+
+    settings = load_settings()
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else ""
+    return evaluate(cfg, key, progress.current())
+
+
+def eval_benchmark(
+    cfg: EvalConfig, progress: Callable[[str, int, int], None] | None = None
+) -> dict[str, Any]:
+    """Run the `eval-benchmark` flow with a progress callback (the CLI's entry; tests call `evaluate`)."""
+    from flows.progress import reporting
+
+    with reporting(progress):
+        return eval_flow(cfg)
+
+
 __all__ = [
     "PREDICTION_SCHEMA",
     "EvalConfig",
     "EvalTask",
     "Release",
     "continuation_logprob",
+    "eval_benchmark",
+    "eval_flow",
     "evaluate",
     "load_task",
     "open_release",

@@ -21,17 +21,19 @@ and a JSONL file with `--log`), which tests read to count what a client sent.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+import orjson
 
 VOCAB = 256
 _CACHE_LIMIT = 200_000
@@ -51,8 +53,8 @@ class LanguageModel(Protocol):
 
     name: str
 
-    def score(self, data: bytes) -> list[TokenScore]:
-        """Log-probability of every byte of `data` given the bytes before it."""
+    def score(self, data: bytes, start: int = 0) -> list[TokenScore]:
+        """Log-probability of the bytes of `data` from `start` on, each given the bytes before it."""
         ...
 
     def generate(self, data: bytes, max_tokens: int) -> bytes:
@@ -63,7 +65,9 @@ class LanguageModel(Protocol):
 class ByteNGram:
     """Byte n-gram model with Witten-Bell interpolation (see the module docstring)."""
 
-    def __init__(self, order: int, continuations: dict[bytes, tuple[np.ndarray, np.ndarray]], name: str) -> None:
+    def __init__(
+        self, order: int, continuations: dict[bytes, tuple[np.ndarray, np.ndarray]], name: str
+    ) -> None:
         """A trained model; use `train`."""
         self.order, self.name = order, name
         self._cont = continuations
@@ -81,7 +85,10 @@ class ByteNGram:
         for gram, c in counts.items():
             grouped[gram[:-1]].append((gram[-1], c))
         cont = {
-            h: (np.array([w for w, _ in pairs], dtype=np.int64), np.array([c for _, c in pairs], dtype=np.float64))
+            h: (
+                np.array([w for w, _ in pairs], dtype=np.int64),
+                np.array([c for _, c in pairs], dtype=np.float64),
+            )
             for h, pairs in grouped.items()
         }
         return cls(order, cont, name)
@@ -111,10 +118,10 @@ class ByteNGram:
             self._dist[history] = out
         return out
 
-    def score(self, data: bytes) -> list[TokenScore]:
-        """Log-probability of every byte of `data` (the first has none)."""
+    def score(self, data: bytes, start: int = 0) -> list[TokenScore]:
+        """Log-probability of the bytes of `data` from `start` on (the first byte has none)."""
         out: list[TokenScore] = []
-        for i in range(len(data)):
+        for i in range(start, len(data)):
             logs, top = self._logdist(data[max(0, i - self.order + 1) : i])
             out.append(TokenScore(None if i == 0 else float(logs[data[i]]), top, float(logs[top])))
         return out
@@ -194,8 +201,9 @@ def complete(model: LanguageModel, body: dict[str, Any]) -> dict[str, Any]:
             "logprobs": None,
         }
         if want is not None:
-            scored = model.score(data + out_bytes)
-            scores = scored if echo else scored[len(data) :]
+            # The prompt is scored on its own: a position's score never depends on what follows it.
+            scores = model.score(data) if echo else []
+            scores += model.score(data + out_bytes, len(data)) if out_bytes else []
             base = data.decode("utf-8", errors="replace") if echo else ""
             offsets = char_offsets(full) if echo else [len(base) + o for o in char_offsets(out_bytes)]
             choice["logprobs"] = {
@@ -226,7 +234,7 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def _send(self, status: int, payload: Any) -> None:
-        blob = json.dumps(payload).encode("utf-8")
+        blob = orjson.dumps(payload)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(blob)))
@@ -235,14 +243,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(length) or b"{}")
+        return orjson.loads(self.rfile.read(length) or b"{}")
 
     def do_GET(self) -> None:
         path = self.path.split("?")[0].rstrip("/")
         if path == "/v1/models":
             self._send(200, {"object": "list", "data": [{"id": self.server.model.name, "object": "model"}]})
         elif path == "/tokenizer_info":
-            self._send(200, {"eos_token": None, "bos_token": None, "pad_token": None, "model_max_length": 10**9})
+            self._send(
+                200, {"eos_token": None, "bos_token": None, "pad_token": None, "model_max_length": 10**9}
+            )
         elif path == "/health":
             self._send(200, {})
         else:
@@ -253,9 +263,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._body()
             if path == "/v1/completions":
-                self.server.gate.wait()
-                reply = complete(self.server.model, body)
-                self.server.record(body)
+                self.server.gate.wait()  # the gate of the moment: a request held by `hold()` waits for good
+                with self.server.answering():
+                    reply = complete(self.server.model, body)
+                    self.server.record(body)
             elif path == "/tokenize":
                 tokens = list(str(body.get("prompt", "")).encode("utf-8"))
                 reply = {"tokens": tokens, "count": len(tokens), "max_model_len": 10**9}
@@ -280,7 +291,21 @@ class _Server(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.gate = threading.Event()
         self.gate.set()
+        self.busy = 0
         self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        with self._lock:
+            self.busy += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.busy -= 1
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-reply is not an error of the server."""
 
     def record(self, body: dict[str, Any]) -> None:
         key = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
@@ -314,12 +339,19 @@ class CompletionsServer:
         return list(self._server.requests)
 
     def hold(self) -> None:
-        """Stop answering completions (requests wait) until `release()`."""
-        self._server.gate.clear()
+        """Stop answering completions: requests arriving from now on wait, and are never answered."""
+        self._server.gate = threading.Event()
+
+    @property
+    def busy(self) -> int:
+        """Completion requests being answered right now."""
+        return self._server.busy
 
     def release(self) -> None:
-        """Answer again."""
-        self._server.gate.set()
+        """Answer requests arriving from now on (those held stay unanswered, as if their client died)."""
+        gate = threading.Event()
+        gate.set()
+        self._server.gate = gate
 
     def start(self) -> CompletionsServer:
         """Serve in a daemon thread."""
@@ -329,7 +361,6 @@ class CompletionsServer:
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
-        self._server.gate.set()
         self._server.shutdown()
         self._server.server_close()
 

@@ -63,6 +63,7 @@ def task_card(task: Any, preds: pd.DataFrame, seed: int) -> dict[str, Any]:
     rows = task.rows
     chance = float(np.mean([1 / len(r["options"]) for r in rows])) if task.form == "mcq" and rows else 0.0
     return {
+        "scenario": rows[0]["scenario"] if rows else "",
         "metric": metric,
         "score": metrics[metric],
         "ci95": [round(lo, 4), round(hi, 4)],
@@ -125,7 +126,9 @@ def chart_scores(card: Mapping[str, Any], target: Path) -> None:
     his = [card["tasks"][n]["ci95"][1] - card["tasks"][n]["score"] for n in names]
     ax.bar(xs, scores, color="#4c72b0", label=f"{card['model']} ({card['protocol']})")
     ax.errorbar(xs, scores, yerr=[los, his], fmt="none", ecolor="black", capsize=4, label="95% CI")
-    ax.scatter(xs, [card["tasks"][n]["chance"] for n in names], marker="_", s=600, color="red", label="chance")
+    ax.scatter(
+        xs, [card["tasks"][n]["chance"] for n in names], marker="_", s=600, color="red", label="chance"
+    )
     base = [(card["tasks"][n]["baseline"] or {}).get("score") for n in names]
     if any(b is not None for b in base):
         ax.scatter(
@@ -194,4 +197,11 @@ def write_scorecard_html(out: Path, card: Mapping[str, Any]) -> Path:
     return target
 
 
-__all__ = ["bootstrap_ci", "chart_scores", "scorecard", "strongest_baseline", "task_card", "write_scorecard_html"]
+__all__ = [
+    "bootstrap_ci",
+    "chart_scores",
+    "scorecard",
+    "strongest_baseline",
+    "task_card",
+    "write_scorecard_html",
+]

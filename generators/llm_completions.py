@@ -56,7 +56,9 @@ def reply_from_completion(data: dict[str, Any], score_from: int | None) -> LLMRe
     if score_from is not None:
         logprobs = trim_logprobs(logprobs, score_from)
     finish = str(choice.get("finish_reason") or "stop")
-    return LLMReply(str(choice.get("text") or ""), None, finish, tokens_in, tokens_out, model, logprobs=logprobs)
+    return LLMReply(
+        str(choice.get("text") or ""), None, finish, tokens_in, tokens_out, model, logprobs=logprobs
+    )
 
 
 class OpenAICompletions:

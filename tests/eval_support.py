@@ -17,3 +17,23 @@ def ensure_fewshot(folder: Path, n: int = 3) -> None:
         order = sorted(range(table.num_rows), key=lambda i: table.column("item_id")[i].as_py())
         pq.write_table(table.take(order[:n]), config / "fewshot-00000-of-00001.parquet")
         pq.write_table(table.take(order[n:]), test)
+
+
+def sample_release(root: Path, samples_dir: Path) -> Path:
+    """The SWE sample release (every item accepted), with a few-shot split; returns its folder."""
+    from annotations.queue import Queue
+    from flows.config import load_config
+    from flows.publish import prepare, write_release
+    from tests.test_publish import _questions
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = load_config(repo / "configs" / "swe.yaml", out_dir=root)
+    queue = Queue(root / "queue.sqlite")
+    queue.enqueue(_questions(samples_dir), batch="b1")
+    for row in queue.items(limit=10_000):
+        queue.decide(row.item_id, "tester", "accept", expected_rev=row.rev)
+    files, _ = prepare(cfg, queue.verified(), {"quality": {"flags": {}}}, None)
+    folder = root / "release"
+    write_release(folder, files)
+    ensure_fewshot(folder)
+    return folder

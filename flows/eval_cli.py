@@ -107,10 +107,14 @@ def eval_command(
         try:
             card = eval_benchmark(cfg, progress=progress)
         except (FileNotFoundError, ValueError) as exc:
-            err.print(f"[bold red]eval failed:[/] {exc}", highlight=False)
+            err.print(f"[bold red]eval failed:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
     print_scorecard(card)
-    out.print(f"outputs: {target}/scorecard.json, scorecard.html, predictions.parquet", highlight=False)
+    out.print(
+        f"outputs: {target}/scorecard.json, scorecard.html, predictions.parquet",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def validity_command(
@@ -132,14 +136,18 @@ def validity_command(
         cards = [json.loads(p.read_text(encoding="utf-8")) for p in scorecards]
         report = validity(cards, load_downstream(downstream), load_mapping(mapping))
     except (OSError, ValueError, KeyError) as exc:
-        err.print(f"[bold red]validity failed:[/] {exc}", highlight=False)
+        err.print(f"[bold red]validity failed:[/] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     page = write_validity(out_dir, report)
     if not report["results"]:
-        out.print("no correlation: fewer than 3 models on both sides of every mapped pair", highlight=False)
+        out.print(
+            "no correlation: fewer than 3 models on both sides of every mapped pair",
+            highlight=False,
+            soft_wrap=True,
+        )
     for r in report["results"]:
-        out.print(r["verdict"], highlight=False)
-    out.print(f"report: {page}", highlight=False)
+        out.print(r["verdict"], highlight=False, soft_wrap=True)
+    out.print(f"report: {page}", highlight=False, soft_wrap=True)
 
 
 __all__ = ["eval_command", "print_scorecard", "validity_command"]

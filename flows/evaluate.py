@@ -101,13 +101,12 @@ def open_release(source: str, revision: str | None = None, cache_dir: Path | Non
     """
     folder = Path(source)
     if not folder.is_dir():
-        repo_id, _, at = source.partition("@")
-        from huggingface_hub import snapshot_download
+        from flows.hub import hub_api
 
+        repo_id, _, at = source.partition("@")
+        api = hub_api(None)  # type: ignore[arg-type]  # no token given: huggingface_hub reads HF_TOKEN itself
         folder = Path(
-            snapshot_download(
-                repo_id, repo_type="dataset", revision=revision or at or None, cache_dir=cache_dir
-            )
+            api.snapshot_download(repo_id, repo_type="dataset", revision=revision or at or None, cache_dir=cache_dir)
         )
     manifest = folder / "manifest.json"
     if not manifest.is_file():

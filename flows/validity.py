@@ -42,7 +42,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     a, b = a - a.mean(), b - b.mean()
     denom = float(np.sqrt((a * a).sum() * (b * b).sum()))
-    return float((a * b).sum() / denom) if denom > 0 else float("nan")
+    return float(np.clip((a * b).sum() / denom, -1.0, 1.0)) if denom > 0 else float("nan")
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:

@@ -14,7 +14,7 @@ a test item). Two protocols:
   the prompt is ignored), as lm-eval's `local-completions` does. A completion task has nothing to
   choose among and is generated as under `aptbench`.
 
-Every request goes through the LLM layer (`generators.llm.LLMEngine`: concurrency limit, SDK
+Every request goes through the LLM layer (`generators.llm.engine.LLMEngine`: concurrency limit, SDK
 retries, SQLite cache keyed by endpoint and body), so a rerun, or a run resumed after a kill,
 sends only what never completed. Outputs, written atomically into `--out`: `predictions.parquet`
 (one row per item), `scorecard.json` and `scorecard.html` (+ `charts/scores.png`).
@@ -106,7 +106,9 @@ def open_release(source: str, revision: str | None = None, cache_dir: Path | Non
         repo_id, _, at = source.partition("@")
         api = hub_api(None)  # type: ignore[arg-type]  # no token given: huggingface_hub reads HF_TOKEN itself
         folder = Path(
-            api.snapshot_download(repo_id, repo_type="dataset", revision=revision or at or None, cache_dir=cache_dir)
+            api.snapshot_download(
+                repo_id, repo_type="dataset", revision=revision or at or None, cache_dir=cache_dir
+            )
         )
     manifest = folder / "manifest.json"
     if not manifest.is_file():
@@ -178,7 +180,7 @@ class Unit(NamedTuple):
 
 
 def _generate_check(reply: Any) -> Any:
-    from generators.llm import Checked
+    from generators.llm.engine import Checked
 
     return Checked(reply.text if reply.text is not None else None, "no text in the completion")
 
@@ -200,7 +202,7 @@ def continuation_logprob(logprobs: Mapping[str, Any] | None, start: int, end: in
 
 
 def _loglik_check(start: int, end: int) -> Callable[[Any], Any]:
-    from generators.llm import Checked
+    from generators.llm.engine import Checked
 
     def check(reply: Any) -> Any:
         value = continuation_logprob(reply.logprobs, start, end)
@@ -213,7 +215,7 @@ def _loglik_check(start: int, end: int) -> Callable[[Any], Any]:
 
 def item_units(task: EvalTask, index: int, prompt: str, cfg: EvalConfig) -> list[Unit]:
     """The requests one item needs under the configured protocol."""
-    from generators.llm_completions import SCORE_FROM
+    from generators.llm.completions import SCORE_FROM
 
     row = task.rows[index]
     if cfg.protocol == "loglik" and task.form == "mcq":
@@ -322,10 +324,10 @@ def score_item(
 def _engine(cfg: EvalConfig, api_key: str) -> Any:
     import openai
 
-    from generators.llm import Limiter, LLMEngine
-    from generators.llm_completions import OpenAICompletions
-    from generators.llm_ledger import Ledger
-    from generators.llm_store import ResponseStore
+    from generators.llm.completions import OpenAICompletions
+    from generators.llm.engine import Limiter, LLMEngine
+    from generators.llm.ledger import Ledger
+    from generators.llm.store import ResponseStore
 
     store = ResponseStore(cfg.cache_path or Path(cfg.out_dir) / "llm_cache.sqlite")
     client = OpenAICompletions(
@@ -349,7 +351,7 @@ def run_task(
     task: EvalTask, cfg: EvalConfig, engine: Any, progress: Callable[[int], None] | None = None
 ) -> TaskRun:
     """Score every item of a task (requests in chunks, so progress moves and memory stays bounded)."""
-    from generators.llm import Job, make_request
+    from generators.llm.engine import Job, make_request
 
     provider = f"openai-completions@{cfg.endpoint.rstrip('/')}"
     prompts = [build_prompt(task.prompt, task.demos, row) for row in task.rows]

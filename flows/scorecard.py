@@ -34,8 +34,8 @@ def bootstrap_ci(values: Sequence[float], seed: int = 0, n: int = BOOTSTRAP) -> 
 
 
 def strongest_baseline(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The best model-free baseline (`generators.baselines`) on these MCQ rows, or None."""
-    from generators.baselines import Mcq, task_baselines
+    """The best model-free baseline (`generators.quality.baselines`) on these MCQ rows, or None."""
+    from generators.quality.baselines import Mcq, task_baselines
 
     items = [
         Mcq(r["item_id"], tuple(r["options"]), int(r["gold_index"]))

@@ -3,14 +3,14 @@
 Why: a base model is evaluated on raw text, never through a chat template, and log-likelihood
 scoring needs the prompt's own token log-probabilities (`echo: true`, `logprobs`), which only the
 legacy completions endpoint returns; vLLM, SGLang, llama.cpp's server and TGI all serve it. The
-adapter plugs into `generators.llm.LLMEngine` like the chat adapters do, so evaluation gets the
+adapter plugs into `generators.llm.engine.LLMEngine` like the chat adapters do, so evaluation gets the
 same limiter, SDK retries, SQLite cache (a rerun sends nothing) and ledger.
 
 Guarantees: the reply keeps the text, the finish reason, the token counts and, when asked for, the
 log-probabilities, trimmed to what scoring reads: a request body may carry the local key
 `aptforge_score_from` (a character offset into the prompt; it is part of the cache key and is never
 sent), and only the tokens at or after that offset are kept, so an echoed 100K-character prompt is
-not stored token by token. Errors are translated as in `generators.llm_clients`.
+not stored token by token. Errors are translated as in `generators.llm.clients`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import orjson
 
-from generators.llm import LLMReply
-from generators.llm_clients import translate_error
+from generators.llm.clients import translate_error
+from generators.llm.engine import LLMReply
 
 if TYPE_CHECKING:
     import openai

@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.eval_prompts import extract, rouge_l
-from flows.evaluate import EvalConfig, continuation_logprob, evaluate, read_split, release_configs
+from flows.eval_scoring import continuation_logprob
+from flows.evaluate import EvalConfig, evaluate, read_split, release_configs
 from flows.lm_server import CompletionsServer, complete, train_default
 from tests.eval_support import sample_release
 from tests.servers.completions import OracleItem, OracleModel, UniformModel
@@ -131,6 +132,7 @@ def test_a_uniform_server_scores_chance_within_its_interval(release, tmp_path):
             tasks=("issue_fix_plan",),
             out_dir=str(tmp_path),
             max_concurrency=4,
+            shots=1,
         )
         card = evaluate(cfg)
     plan = card["tasks"]["issue_fix_plan"]
@@ -159,6 +161,7 @@ def test_a_killed_eval_resumed_sends_no_request_twice(release, tmp_path, ngram):
             limit=4,
             out_dir=str(tmp_path / "eval"),
             max_concurrency=2,
+            shots=1,
         )
         code = "import sys; from flows.evaluate import EvalConfig, evaluate; evaluate(EvalConfig.model_validate_json(sys.argv[1]))"
         proc = subprocess.Popen([sys.executable, "-c", code, cfg.model_dump_json()], cwd=ROOT)

@@ -66,25 +66,10 @@ def build(
         err.print(f"[bold red]invalid config[/]\n{exc}", highlight=False)
         raise typer.Exit(2) from None
     _quiet_prefect()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from flows.build import run_build
+    from flows.progress import progress_bars
 
-    with Progress(
-        TextColumn("{task.description:<18}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
-        ids: dict[str, Any] = {}
-
-        def progress(label: str, done: int, total: int) -> None:
-            if label not in ids:
-                ids[label] = bar.add_task(label, total=total)
-            bar.update(ids[label], completed=done)
-
+    with progress_bars(err, transient=True) as progress:
         try:
             report = run_build(cfg, progress)
         except ValueError as exc:

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 err = Console(stderr=True)
@@ -94,16 +93,9 @@ def eval_command(
         raise typer.Exit(2) from None
     for key, value in {"PREFECT_LOGGING_LEVEL": "WARNING", "DO_NOT_TRACK": "1"}.items():
         os.environ.setdefault(key, value)
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    ) as bar:
-        ids: dict[str, Any] = {}
+    from flows.progress import progress_bars
 
-        def progress(name: str, done: int, total: int) -> None:
-            if name not in ids:
-                ids[name] = bar.add_task(name, total=total)
-            bar.update(ids[name], completed=done)
-
+    with progress_bars(err) as progress:
         try:
             card = eval_benchmark(cfg, progress=progress)
         except (FileNotFoundError, ValueError) as exc:

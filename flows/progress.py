@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 Progress = Callable[[str, int, int], None]
 
@@ -28,3 +29,27 @@ def reporting(progress: Progress | None) -> Iterator[None]:
         yield
     finally:
         _PROGRESS.reset(token)
+
+
+@contextmanager
+def progress_bars(console: Any, *, transient: bool = False) -> Iterator[Progress]:
+    """A rich progress display on `console` with one bar per label; yields the callback that moves them."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bars
+
+    with Bars(
+        TextColumn("{task.description:<18}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=transient,
+    ) as bars:
+        ids: dict[str, Any] = {}
+
+        def progress(label: str, done: int, total: int) -> None:
+            if label not in ids:
+                ids[label] = bars.add_task(label, total=total)
+            bars.update(ids[label], completed=done)
+
+        yield progress

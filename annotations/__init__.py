@@ -7,18 +7,32 @@ This package sits beside `extractors` and `generators` and imports only `schemas
 
 from annotations.agreement import TaskAgreement, cohen_kappa, fleiss_kappa, krippendorff_alpha, task_agreement
 from annotations.queue import Queue
-from annotations.records import Conflict, EnqueueResult, ItemRow, ItemView, LogEntry, QueueError, Review
+from annotations.records import (
+    REASONS,
+    Conflict,
+    EnqueueResult,
+    ItemRow,
+    ItemView,
+    LogEntry,
+    Progress,
+    QueueError,
+    Review,
+    Seen,
+)
 from annotations.rules import resolve_status, revised
 
 __all__ = [
+    "REASONS",
     "Conflict",
     "EnqueueResult",
     "ItemRow",
     "ItemView",
     "LogEntry",
+    "Progress",
     "Queue",
     "QueueError",
     "Review",
+    "Seen",
     "TaskAgreement",
     "cohen_kappa",
     "fleiss_kappa",

@@ -115,7 +115,8 @@ def task_agreement(reviews: Iterable[Review]) -> dict[str, TaskAgreement]:
     """Agreement per task from reviews of current content (several per item when reviewers overlap)."""
     by_task: dict[str, dict[tuple[str, str], dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
     for r in reviews:
-        by_task[r.task][(r.item_id, r.content_hash)][r.reviewer] = label_of(r.decision)
+        if r.role != "adjudicator":  # a ruling settles a dispute; it is not an independent rating
+            by_task[r.task][(r.item_id, r.content_hash)][r.reviewer] = label_of(r.decision)
     return {task: _one_task(task, units) for task, units in sorted(by_task.items())}
 
 

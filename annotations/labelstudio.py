@@ -19,7 +19,7 @@ from typing import Any
 
 from annotations.context import as_text, field_views
 from annotations.queue import Queue
-from annotations.records import DECISION_ALIASES, Conflict, QueueError
+from annotations.records import DECISION_ALIASES, Conflict, QueueError, Seen
 from annotations.rules import revised
 from schemas import LETTERS, Problem, Question, content_hash
 
@@ -227,8 +227,7 @@ def _apply(queue: Queue, a: Annotation) -> bool:
             a.item_id,
             a.reviewer,
             a.decision,
-            expected_rev=None,
-            seen_hash=a.content_hash,
+            seen=Seen(a.content_hash),
             note=a.note,
             origin="labelstudio",
             at=a.at,
@@ -259,8 +258,7 @@ def _apply(queue: Queue, a: Annotation) -> bool:
         a.item_id,
         a.reviewer,
         edited,
-        expected_rev=None,
-        seen_hash=a.content_hash,
+        seen=Seen(a.content_hash),
         note=a.note,
         origin="labelstudio",
         at=a.at,

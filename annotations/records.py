@@ -8,6 +8,7 @@ a reviewer sees when the item changed while they had it open; `QueueError` is an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from schemas import Question, Status
 
@@ -32,19 +33,53 @@ class QueueError(ValueError):
 
 
 class Conflict(QueueError):
-    """The item changed since the reviewer loaded it: their decision was not saved (no lost update)."""
+    """The decision was made on a page that is out of date: it was NOT saved (no lost update).
 
-    def __init__(
-        self, item_id: str, expected_rev: int | None, current_rev: int, by: str, action: str, at: str
-    ) -> None:
-        self.item_id, self.expected_rev, self.current_rev = item_id, expected_rev, current_rev
-        self.by, self.action, self.at = by, action, at
-        seen = f"revision {expected_rev}" if expected_rev is not None else "the exported content"
-        super().__init__(
-            "conflict",
-            f"This item changed while you had it open: {by or 'someone'} ({action}) at {at} moved it from "
-            f"{seen} to revision {current_rev}. Your decision was NOT saved; reload the item and decide again.",
-        )
+    Only two things make a page out of date (another reviewer's review never does): the item's content
+    changed (an edit or a rebuild stored a new version: `kind="content"`), or the same reviewer decided
+    this item again since loading the page, e.g. in another tab (`kind="own"`). The message never names
+    another reviewer (blind review).
+    """
+
+    def __init__(self, item_id: str, kind: str, at: str, content_hash: str, own_rev: int) -> None:
+        self.item_id, self.kind, self.at = item_id, kind, at
+        self.content_hash, self.own_rev = content_hash, own_rev
+        if kind == "content":
+            text = (
+                f"This item's content changed while you had it open (a new version was saved at {at}). "
+                "Your decision was NOT saved: read the new version shown here and decide again."
+            )
+        else:
+            text = (
+                f"You already decided this item at {at} (in another tab or window) after opening this page. "
+                "This decision was NOT saved; your earlier one stands. Decide again here to replace it."
+            )
+        super().__init__("conflict", text)
+
+
+class Seen(NamedTuple):
+    """What a reviewer's page was built on: the content hash shown and their own revision of the item.
+
+    `own_rev` is the log sequence number of the reviewer's last decision on the item (0: none yet);
+    `None` (imports) skips the own-revision check.
+    """
+
+    content_hash: str
+    own_rev: int | None = None
+
+
+#: Preset rejection reasons (stored as structured fields, counted in the report), with their labels.
+REASONS: dict[str, str] = {
+    "gold_wrong": "the gold is wrong",
+    "distractor_correct": "a distractor is also correct",
+    "context_insufficient": "the context is not enough to decide",
+    "answer_leaked": "the answer is leaked in the context",
+    "ambiguous": "the question is ambiguous",
+    "other": "other (say why in the note)",
+}
+
+#: Log actions that are a reviewer's own decision on an item (they move the reviewer's own revision).
+DECISION_ACTIONS = ("accept", "reject", "edit", "undo", "adjudicate")
 
 
 @dataclass(frozen=True)
@@ -88,6 +123,12 @@ class Review:
     note: str
     at: str
     origin: str
+    reasons: tuple[str, ...] = ()
+    """Preset rejection reasons (keys of `REASONS`)."""
+    role: str = "reviewer"
+    """`reviewer`, or `adjudicator` for a ruling that settles a dispute."""
+    seconds: float | None = None
+    """Time from the reviewer's lease (opening the item) to this decision, when known."""
 
 
 @dataclass(frozen=True)
@@ -153,3 +194,25 @@ class EnqueueResult:
             "restored": self.restored,
             "retired": self.retired,
         }
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One reviewer's share of the work under the current filters."""
+
+    done: int
+    """Active items whose current content this reviewer has reviewed."""
+    assigned: int
+    """Items leased to this reviewer now (opened or handed out by `next`, not yet decided)."""
+    left: int
+    """Pending items that still need a review this reviewer could give (assigned ones included)."""
+
+
+@dataclass(frozen=True)
+class LastDecision:
+    """A reviewer's most recent decision (what `undo` and `previous item` refer to)."""
+
+    item_id: str
+    action: str
+    at: str
+    seq: int

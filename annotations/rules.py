@@ -14,13 +14,18 @@ from annotations.records import QueueError
 from schemas import Question, Status
 
 
-def resolve_status(decisions: Sequence[str], required: int) -> Status:
+def resolve_status(decisions: Sequence[str], required: int, ruling: str | None = None) -> Status:
     """The item status from the reviews of its current content.
 
-    Fewer than `required` reviews: `pending`. Otherwise the strict majority of keep (accepted or edited)
-    against rejected decides; a tie stays `pending` (disputed: one more review breaks it). A kept item
-    whose current content a reviewer wrote (an `edited` review of this content) is `edited`.
+    An adjudicator's `ruling` on this content decides outright. Otherwise: fewer than `required`
+    reviews: `pending`; else the strict majority of keep (accepted or edited) against rejected decides;
+    a tie stays `pending` (disputed: one more review or a ruling breaks it). A kept item whose current
+    content a reviewer wrote (an `edited` review of this content) is `edited`.
     """
+    if ruling is not None:
+        if ruling == "rejected":
+            return "rejected"
+        return "edited" if "edited" in decisions or ruling == "edited" else "accepted"
     if len(decisions) < required:
         return "pending"
     rejected = sum(1 for d in decisions if d == "rejected")

@@ -157,6 +157,14 @@ class ReviewConfig(_Config):
     """SQLite queue file; default `<out_dir>/<scenario>/queue.sqlite` (shared by versions, so verdicts carry over)."""
     reviews_per_item: int = Field(1, ge=1)
     """Reviews of its current content an item needs; the majority decides (2+ gives agreement figures)."""
+    lease_minutes: float = Field(15, gt=0, le=24 * 60)
+    """How long an item handed to a reviewer (`next`, or opening it) stays reserved for them."""
+    adjudicators: list[str] = Field(default_factory=list)
+    """Reviewer names who settle disputes (beside `:adjudicator` roles in `APTFORGE_REVIEW_TOKENS`)."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host names the app answers beside loopback when tokens are set (e.g. `review.example.org`)."""
+    guidelines: dict[str, str] = Field(default_factory=dict)
+    """Task -> reviewer guidelines (markdown), shown on the item page; overrides the scenario's own."""
 
 
 class QualityConfig(_Config):

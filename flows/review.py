@@ -3,8 +3,10 @@
 The build never waits on people: its last step enqueues the candidates into the local review queue
 (`BuildConfig.queue_path()`), keeping verdicts of unchanged items and re-queueing changed ones, and adds
 the queue's status counts and agreement figures to the build report. `aptforge review` serves the
-review app on 127.0.0.1 (reviewer tokens come only from the environment, `APTFORGE_REVIEW_TOKENS`, and
-are required beyond loopback), prints agreement, or exchanges tasks with Label Studio.
+review app on 127.0.0.1 (reviewer tokens and roles come only from the environment,
+`APTFORGE_REVIEW_TOKENS`, and are required beyond loopback) with the config's review options (lease
+time, adjudicators, allowed hosts, guidelines per task) and the build's quality gates, prints
+agreement, or exchanges tasks with Label Studio.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 if TYPE_CHECKING:  # the CLI imports this module on every command: the queue and schemas load on use
+    from annotations.app import AppOptions
+    from annotations.app.auth import Accounts
     from annotations.queue import Queue
+    from flows.config import ReviewConfig
     from schemas import Question
 
 
@@ -29,16 +34,50 @@ class ReviewSettings(BaseSettings):
     tokens: SecretStr | None = None
     """`name:token[,name:token...]`: one token per reviewer; unset = open mode (loopback only)."""
 
+    def accounts(self) -> Accounts:
+        """Tokens and adjudicators; raises ValueError naming the bad entry (not its token)."""
+        from annotations.app.auth import Accounts, parse_accounts
+
+        return parse_accounts(self.tokens.get_secret_value()) if self.tokens else Accounts({}, frozenset())
+
     def token_map(self) -> dict[str, str]:
         """{reviewer: token}; raises ValueError naming the bad entry (not its token)."""
-        from annotations.app.auth import parse_tokens
+        return self.accounts().tokens
 
-        return parse_tokens(self.tokens.get_secret_value()) if self.tokens else {}
+
+def app_options(
+    review: ReviewConfig, accounts: Accounts, allowed_hosts: list[str], spec_guidelines: dict[str, str]
+) -> AppOptions:
+    """The review app's options from the config's `review` section, the token roles and the CLI."""
+    from annotations.app import AppOptions
+    from generators.quality.gates import check_question
+
+    return AppOptions(
+        adjudicators=accounts.adjudicators | frozenset(review.adjudicators),
+        allowed_hosts=tuple([*review.allowed_hosts, *allowed_hosts]),
+        lease_seconds=int(review.lease_minutes * 60),
+        guidelines={**spec_guidelines, **review.guidelines},
+        gates=check_question,
+    )
+
+
+def spec_guidelines(scenarios: list[str]) -> dict[str, str]:
+    """Task -> guidelines declared by the scenarios in the queue (a task spec's `guidelines` field, if any)."""
+    from schemas import TASKS
+
+    out: dict[str, str] = {}
+    for (scenario, task_name), spec in TASKS.items():
+        # TaskSpec gains `guidelines` when scenario packages declare their own specs; until then none has it.
+        text = getattr(spec, "guidelines", None)
+        if scenario in scenarios and isinstance(text, str) and text.strip():
+            out[task_name] = text
+    return out
 
 
 def review_summary(queue: Queue) -> dict[str, Any]:
     """Status counts per task and agreement per task (the review section of the build report)."""
     from annotations.agreement import task_agreement
+    from annotations.stats import reason_counts
 
     by_task: dict[str, dict[str, int]] = {}
     for task_name in queue.facets()["task"]:
@@ -50,6 +89,7 @@ def review_summary(queue: Queue) -> dict[str, Any]:
         "reviews_per_item": queue.reviews_per_item,
         "status_by_task": by_task,
         "agreement": {t: a.as_dict() for t, a in task_agreement(queue.reviews()).items()},
+        "rejection_reasons": reason_counts(queue.reviews()),
     }
 
 
@@ -171,6 +211,12 @@ def review_command(
             "--import-labelstudio", help="Apply a Label Studio JSON export as decisions, then exit."
         ),
     ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host", help="Host name the app answers beside loopback (tokens only; repeat)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the review web app for a queue (or print agreement, or exchange tasks with Label Studio)."""
     path = _queue_for(queue, config)
@@ -208,13 +254,19 @@ def review_command(
             typer.echo(f"  {p.where}: {p.reason}: {p.detail}", err=True)
         raise typer.Exit(1 if result.problems else 0)
     try:
-        tokens = ReviewSettings().token_map()
         from annotations.app import serve
+        from annotations.app.auth import check_binding
+        from flows.config import ReviewConfig, load_config
 
-        typer.echo(
-            f"review app for {path}: http://{host}:{port}/  ({'token login' if tokens else 'open mode, loopback only'})"
+        accounts = ReviewSettings().accounts()
+        check_binding(host, accounts.tokens)  # before anything is printed or listens
+        review = load_config(config).review if config is not None else ReviewConfig()
+        options = app_options(
+            review, accounts, allowed_host or [], spec_guidelines(list(q.facets()["scenario"]))
         )
-        serve(q, host=host, port=port, tokens=tokens)
+        mode = "token login" if accounts.tokens else "open mode, loopback only"
+        typer.echo(f"review app for {path}: http://{host}:{port}/  ({mode})")
+        serve(q, host=host, port=port, tokens=accounts.tokens, options=options)
     except ValueError as exc:
         typer.echo(f"cannot start the review app: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -31,7 +31,7 @@ def sample_release(root: Path, samples_dir: Path) -> Path:
     queue = Queue(root / "queue.sqlite")
     queue.enqueue(_questions(samples_dir), batch="b1")
     for row in queue.items(limit=10_000):
-        queue.decide(row.item_id, "tester", "accept", expected_rev=row.rev)
+        queue.decide(row.item_id, "tester", "accept", seen=queue.seen(row.item_id, "tester"))
     files, _ = prepare(cfg, queue.verified(), {"quality": {"flags": {}}}, None)
     folder = root / "release"
     write_release(folder, files)

@@ -108,7 +108,7 @@ def test_task_agreement_on_two_reviewers_matches_hand_computed_figures():
 
 def test_agreement_appears_once_queue_items_have_two_reviews(tmp_path):
     q = filled_queue(tmp_path / "queue.sqlite", n_plan=3, n_action=0, reviews_per_item=2)
-    q.decide("plan-0000", "alice", "accept", expected_rev=0)
+    q.decide("plan-0000", "alice", "accept", seen=q.seen("plan-0000", "alice"))
     assert task_agreement(q.reviews())["plan"].items == 0
     plan = [
         ("plan-0000", "bob", "accept"),
@@ -118,7 +118,7 @@ def test_agreement_appears_once_queue_items_have_two_reviews(tmp_path):
         ("plan-0002", "bob", "reject"),
     ]
     for item, who, decision in plan:
-        q.decide(item, who, decision, expected_rev=q.get(item).row.rev, note="n")
+        q.decide(item, who, decision, seen=q.seen(item, who), note="n")
     figures = task_agreement(q.reviews())["plan"]
     assert figures.items == 3 and figures.reviewers == 2
     # keep/keep, keep/reject, reject/reject: p_o = 2/3, p_e = (2/3)(1/3) + (1/3)(2/3) = 4/9

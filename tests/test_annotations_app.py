@@ -9,12 +9,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from annotations import Queue
-from annotations.app import CSP, create_app
+from annotations.app import CSP, AppOptions, create_app
 from annotations.app.auth import check_binding, is_loopback, parse_tokens
+from schemas import Problem
 from tests.annotations_support import filled_queue, question, trajs
 
 TOKENS = {"alice": "alice-token-0123", "bob": "bob-token-4567"}
 LOCAL = ("127.0.0.1", 50000)
+BASE = "http://127.0.0.1:8765"
+SAME_ORIGIN = {"Origin": BASE}
 TEMPLATES = Path(__file__).resolve().parents[1] / "annotations" / "app" / "templates"
 
 
@@ -26,7 +29,15 @@ def queue(tmp_path) -> Queue:
 def client(
     queue: Queue, who: str | None = "alice", tokens: dict[str, str] | None = TOKENS, **kw
 ) -> TestClient:
-    c = TestClient(create_app(queue, tokens=tokens), client=LOCAL, **kw)
+    kw.setdefault("options", None)
+    options = kw.pop("options")
+    c = TestClient(
+        create_app(queue, tokens=tokens, options=options),
+        client=LOCAL,
+        base_url=BASE,
+        headers=SAME_ORIGIN,
+        **kw,
+    )
     if who:
         r = c.post("/login", data={"token": tokens[who]} if tokens else {"name": who})
         assert r.status_code == 200 and "Review queue" in r.text
@@ -37,6 +48,12 @@ def form(page: str, form_id: str) -> dict[str, str]:
     """The hidden inputs of one form on a page."""
     block = re.search(rf'<form[^>]*id="{form_id}".*?</form>', page, re.DOTALL).group(0)
     return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', block))
+
+
+def api_seen(c: TestClient, item_id: str) -> dict[str, object]:
+    """What a decision through the API must name, as the client reads it."""
+    body = c.get(f"/api/items/{item_id}").json()
+    return {"content_hash": body["content_hash"], "own_rev": body["own_rev"]}
 
 
 def test_every_response_carries_a_strict_content_security_policy(queue):
@@ -70,10 +87,12 @@ def test_with_tokens_every_page_and_api_call_needs_a_valid_token(queue):
 
 def test_open_mode_serves_loopback_only_and_binding_beyond_it_needs_tokens(queue):
     assert client(queue, "carol", tokens=None).get("/").status_code == 200
-    remote = TestClient(create_app(queue), client=("10.1.2.3", 40000))
+    remote = TestClient(create_app(queue), client=("10.1.2.3", 40000), base_url=BASE)
     assert remote.get("/login").status_code == 403
     assert (
-        TestClient(create_app(queue, tokens=TOKENS), client=("10.1.2.3", 40000)).get("/login").status_code
+        TestClient(create_app(queue, tokens=TOKENS), client=("10.1.2.3", 40000), base_url=BASE)
+        .get("/login")
+        .status_code
         == 200
     )
     check_binding("127.0.0.1", {})
@@ -109,7 +128,7 @@ def test_a_rejection_needs_a_note_and_keeps_it(queue):
     c = client(queue)
     data = form(c.get("/items/action-0000").text, "reject-form")
     refused = c.post("/items/action-0000/decision", data={**data, "note": "  "})
-    assert refused.status_code == 422 and "needs a note" in refused.text
+    assert refused.status_code == 422 and "needs a reason or a note" in refused.text
     assert queue.get("action-0000").row.status == "pending"
     c.post(
         "/items/action-0000/decision", data={**data, "note": "the command is a typo fix, not the next step"}
@@ -118,24 +137,62 @@ def test_a_rejection_needs_a_note_and_keeps_it(queue):
     assert (row.status, row.note) == ("rejected", "the command is a typo fix, not the next step")
 
 
-def test_a_second_reviewer_deciding_a_stale_page_gets_a_clear_conflict_and_nothing_is_overwritten(queue):
+def test_two_reviewers_deciding_the_same_page_both_save_and_no_one_gets_a_false_conflict(tmp_path):
+    queue = filled_queue(tmp_path / "queue.sqlite", reviews_per_item=2)
     alice, bob = client(queue, "alice"), client(queue, "bob")
     alice_page, bob_page = alice.get("/items/plan-0001").text, bob.get("/items/plan-0001").text
     assert alice.post("/items/plan-0001/decision", data=form(alice_page, "accept-form")).status_code == 200
     r = bob.post(
-        "/items/plan-0001/decision", data={**form(bob_page, "reject-form"), "note": "my careful note"}
+        "/items/plan-0001/decision", data={**form(bob_page, "reject-form"), "note": "C is also right"}
     )
-    assert r.status_code == 409
-    assert (
-        'id="conflict"' in r.text
-        and "alice" in r.text
-        and "NOT saved" in r.text
-        and "my careful note" in r.text
-    )
+    assert r.status_code == 200 and 'id="conflict"' not in r.text
     view = queue.get("plan-0001")
-    assert view.row.status == "accepted" and [x.reviewer for x in view.reviews] == ["alice"]
-    api = bob.post("/api/items/plan-0001/decision", json={"decision": "reject", "rev": 0, "note": "late"})
-    assert api.status_code == 409 and api.json()["error"] == "conflict" and api.json()["current_rev"] == 1
+    assert view.row.status == "pending" and sorted(x.reviewer for x in view.reviews) == ["alice", "bob"]
+
+
+def test_a_real_edit_in_between_gives_a_clear_conflict_that_keeps_what_was_typed(queue):
+    alice, bob = client(queue, "alice"), client(queue, "bob")
+    bob_page = bob.get("/items/plan-0001").text
+    edit = form(alice.get("/items/plan-0001").text, "edit-form")
+    options = list(question(1).options)
+    options[0] = "I need to open the reader module instead"
+    alice.post(
+        "/items/plan-0001/edit", data={**edit, "option": options, "gold_index": "1", "note": "sharper A"}
+    )
+    r = bob.post(
+        "/items/plan-0001/decision",
+        data={**form(bob_page, "reject-form"), "note": "my careful note", "reason": ["ambiguous"]},
+    )
+    assert r.status_code == 409 and 'id="conflict"' in r.text and "NOT saved" in r.text
+    assert "my careful note" in r.text and 'value="ambiguous" data-key="5" checked' in r.text
+    assert "alice" not in r.text.split('id="conflict"')[1].split("</div>")[0]  # blind: no name
+    # an edit that loses the race keeps the typed options and note in the edit form, not the reject box
+    mine = list(question(1).options)
+    mine[2] = "I need to submit after running the tests"
+    lost = bob.post(
+        "/items/plan-0001/edit",
+        data={**form(bob_page, "edit-form"), "option": mine, "gold_index": "1", "note": "why C"},
+    )
+    assert lost.status_code == 409 and '<details id="edit" class="edit" open>' in lost.text
+    assert "I need to submit after running the tests</textarea>" in lost.text
+    assert (
+        'id="edit-note" name="note" rows="2" placeholder="What did you change and why?">why C<' in lost.text
+    )
+    assert (
+        'id="reject-note" name="note" rows="2" placeholder="What is wrong? (Ctrl+Enter sends)"></textarea>'
+        in lost.text
+    )
+    assert [x.reviewer for x in queue.get("plan-0001").reviews] == ["alice"]
+    api = bob.post(
+        "/api/items/plan-0001/decision",
+        json={
+            "decision": "reject",
+            "content_hash": question(1).model_copy() and form(bob_page, "accept-form")["content_hash"],
+            "note": "late",
+        },
+    )
+    assert api.status_code == 409 and api.json()["kind"] == "content"
+    assert api.json()["content_hash"] == queue.get("plan-0001").row.content_hash
 
 
 def test_the_json_api_lists_filters_and_decides(queue):
@@ -144,9 +201,11 @@ def test_the_json_api_lists_filters_and_decides(queue):
         "action-0000",
         "action-0001",
     ]
-    assert c.post("/api/items/plan-0002/decision", json={"decision": "reject", "rev": 0}).status_code == 422
+    seen = api_seen(c, "plan-0002")
+    assert c.post("/api/items/plan-0002/decision", json={"decision": "reject", **seen}).status_code == 422
     ok = c.post(
-        "/api/items/plan-0002/decision", json={"decision": "reject", "rev": 0, "note": "leaks the answer"}
+        "/api/items/plan-0002/decision",
+        json={"decision": "reject", **seen, "note": "leaks the answer", "reasons": ["answer_leaked"]},
     )
     assert ok.status_code == 200 and ok.json()["item"]["status"] == "rejected"
     assert c.get("/api/items?status=rejected").json()["total"] == 1
@@ -176,7 +235,7 @@ def test_untrusted_trajectory_text_is_escaped_everywhere(tmp_path):
     evil = '<script>alert(1)</script><img src=x onerror="alert(2)">'
     q = Queue(tmp_path / "queue.sqlite")
     q.enqueue([question(0, context=evil, gold=f"I need {evil}", instance=f"inst{evil}")], batch="v1")
-    q.decide("plan-0000", "alice", "reject", expected_rev=0, note=evil)
+    q.decide("plan-0000", "alice", "reject", seen=q.seen("plan-0000", "alice"), note=evil)
     page = client(q, "alice").get("/items/plan-0000").text
     assert "<script>alert" not in page and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=&#34;alert(2)&#34;&gt;" in page
@@ -207,7 +266,7 @@ def test_agreement_figures_appear_once_items_have_two_reviews(tmp_path):
         for c, d in ((alice, a), (bob, b)):
             c.post(
                 f"/api/items/plan-000{i}/decision",
-                json={"decision": d, "rev": q.get(f"plan-000{i}").row.rev, "note": "n"},
+                json={"decision": d, **api_seen(c, f"plan-000{i}"), "note": "n"},
             )
     page = alice.get("/agreement").text
     assert '<td class="kappa">0.400</td>' in page  # (2/3 - 4/9) / (1 - 4/9) = 0.4
@@ -215,20 +274,168 @@ def test_agreement_figures_appear_once_items_have_two_reviews(tmp_path):
     assert 'class="badge disputed"' in alice.get("/?task=plan").text
 
 
-def test_blind_review_hides_other_decisions_until_you_decide(tmp_path):
+def test_blind_review_hides_other_decisions_until_you_decide_on_pages_and_in_the_api(tmp_path):
     q = filled_queue(tmp_path / "queue.sqlite", reviews_per_item=2)
-    q.decide("plan-0000", "alice", "reject", expected_rev=0, note="alice's secret reason")
+    q.decide("plan-0000", "alice", "reject", seen=q.seen("plan-0000", "alice"), note="alice's secret reason")
     bob = client(q, "bob")
-    assert "alice's secret reason" not in bob.get("/items/plan-0000").text
-    bob.post("/api/items/plan-0000/decision", json={"decision": "accept", "rev": 1})
+    for text in (
+        bob.get("/items/plan-0000").text,
+        bob.get("/api/items/plan-0000").text,
+        bob.get("/").text,
+        bob.get("/api/items").text,
+    ):
+        assert (
+            "secret reason" not in text
+            and "alice" not in text
+            and "rejected"
+            not in text.replace("status-rejected", "")
+            .replace('value="rejected"', "")
+            .replace(">rejected<", "")
+        )
+    bob.post("/api/items/plan-0000/decision", json={"decision": "accept", **api_seen(bob, "plan-0000")})
     assert "secret reason" in bob.get("/items/plan-0000").text
+    assert bob.get("/api/items/plan-0000").json()["reviews"][0]["note"] == "alice's secret reason"
 
 
-def test_cross_site_form_posts_are_refused(queue):
+def test_an_adjudicator_sees_disputes_side_by_side_and_rules(tmp_path):
+    q = filled_queue(tmp_path / "queue.sqlite", reviews_per_item=2)
+    q.decide("plan-0000", "alice", "accept", seen=q.seen("plan-0000", "alice"))
+    q.decide("plan-0000", "bob", "reject", seen=q.seen("plan-0000", "bob"), reasons=["distractor_correct"])
+    tokens = {**TOKENS, "judy": "judy-token-89ab"}
+    app_options = AppOptions(adjudicators=frozenset({"judy"}))
+    assert client(q, "bob", tokens=tokens, options=app_options).get("/disputes").status_code == 403
+    judy = client(q, "judy", tokens=tokens, options=app_options)
+    page = judy.get("/disputes").text
+    card = re.search(r'<section class="card dispute" data-item="plan-0000">.*?</section>', page, re.S).group(
+        0
+    )
+    assert "alice" in card and "bob" in card and "a distractor is also correct" in card
+    data = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', card))
+    r = judy.post("/items/plan-0000/adjudicate", data={**data, "decision": "reject", "note": "B is right"})
+    assert r.status_code == 200 and "No disputed item." in r.text
+    assert q.get("plan-0000").row.status == "rejected"
+
+
+def test_host_and_origin_checks_refuse_dns_rebinding_and_null_origins_in_both_modes(queue):
+    for tokens, who in ((None, "carol"), (TOKENS, "alice")):
+        c = client(queue, who, tokens=tokens)
+        evil = {"Host": "evil.example:8765", "Origin": "http://evil.example:8765"}
+        assert c.get("/api/items", headers=evil).status_code == 400
+        assert (
+            c.post("/login", data={"name": "carol", "token": "alice-token-0123"}, headers=evil).status_code
+            == 400
+        )
+        data = form(c.get("/items/plan-0000").text, "accept-form")
+        for origin in ("null", "http://evil.example", "http://127.0.0.1:9999"):
+            r = c.post("/items/plan-0000/decision", data=data, headers={"Origin": origin})
+            assert r.status_code == 403, origin
+        assert c.post("/items/plan-0000/decision", data=data, headers={"Origin": ""}).status_code == 403
+        assert queue.get("plan-0000").row.status == "pending"
+    bearer = TestClient(create_app(queue, tokens=TOKENS), client=LOCAL, base_url=BASE)
+    seen = bearer.get("/api/items/plan-0000", headers={"Authorization": "Bearer bob-token-4567"}).json()
+    ok = bearer.post(  # a bearer token is not ambient: no Origin needed
+        "/api/items/plan-0000/decision",
+        json={"decision": "accept", "content_hash": seen["content_hash"], "own_rev": seen["own_rev"]},
+        headers={"Authorization": "Bearer bob-token-4567"},
+    )
+    assert ok.status_code == 200
+    extra = TestClient(
+        create_app(queue, tokens=TOKENS, options=AppOptions(allowed_hosts=("review.example.org",))),
+        client=LOCAL,
+        base_url="http://review.example.org",
+    )
+    assert extra.get("/login").status_code == 200
+    assert (
+        TestClient(
+            create_app(queue, options=AppOptions(allowed_hosts=("review.example.org",))),
+            client=LOCAL,
+            base_url="http://review.example.org",
+        )
+        .get("/login")
+        .status_code
+        == 400
+    )
+
+
+def test_out_of_range_numbers_are_a_400_never_a_500(queue):
     c = client(queue)
+    for path in (
+        "/?page=99999999999999999999",
+        "/?page=0",
+        "/?page=x",
+        "/api/items?limit=0",
+        "/api/items?offset=-1",
+        "/api/items?limit=99999999999999999999",
+    ):
+        r = c.get(path)
+        assert r.status_code == 400, path
+    assert "page" in c.get("/?page=99999999999999999999").text
+    assert c.get("/?page=500").status_code == 200  # beyond the last page: the last page
     data = form(c.get("/items/plan-0000").text, "accept-form")
-    r = c.post("/items/plan-0000/decision", data=data, headers={"Origin": "http://evil.example"})
-    assert r.status_code == 403 and queue.get("plan-0000").row.status == "pending"
+    assert (
+        c.post("/items/plan-0000/decision", data={**data, "own_rev": "99999999999999999999"}).status_code
+        == 400
+    )
+
+
+def test_a_note_over_the_limit_is_refused_by_api_and_form_and_the_form_keeps_the_text(queue):
+    c = client(queue)
+    huge = "x" * 10_001
+    r = c.post(
+        "/api/items/plan-0000/decision", json={"decision": "reject", **api_seen(c, "plan-0000"), "note": huge}
+    )
+    assert r.status_code == 400 and r.json()["error"] == "bad_request" and "note" in r.json()["message"]
+    data = form(c.get("/items/plan-0000").text, "reject-form")
+    page = c.post("/items/plan-0000/decision", data={**data, "note": huge})
+    assert page.status_code == 400 and "10,001 characters; the limit is 10,000" in page.text
+    assert f">{huge}</textarea>" in page.text
+    assert queue.get("plan-0000").row.status == "pending" and len(list(queue.log("plan-0000"))) == 1
+
+
+def test_guidelines_reasons_progress_undo_and_gate_warnings_on_the_item_page(queue):
+    warn = Problem(
+        where="plan-0000",
+        stage="check",
+        reason="length_outlier",
+        detail="option B is 3x longer",
+        severity="warning",
+    )
+    opts = AppOptions(
+        guidelines={
+            "plan": "Accept only if the plan names **the file** to change. <script>alert(1)</script>"
+        },
+        gates=lambda q: [warn] if q.item_id == "plan-0000" else [],
+    )
+    c = client(queue, options=opts)
+    page = c.get("/items/plan-0000?task=plan").text
+    assert "<strong>the file</strong>" in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "What to check" in page and "<strong>Accept</strong> when the option marked" in page
+    assert 'id="warnings"' in page and "length_outlier" in page and "option B is 3x longer" in page
+    assert "you: 0 done · 1 assigned · 3 left" in page
+    data = form(page, "reject-form")
+    c.post("/items/plan-0000/decision?task=plan", data={**data, "reason": ["gold_wrong", "answer_leaked"]})
+    (review,) = queue.get("plan-0000").reviews
+    assert review.reasons == ("answer_leaked", "gold_wrong")
+    stats = c.get("/api/stats").json()
+    assert stats["reasons"]["plan"]["gold_wrong"] == 1 and stats["reviewers"][0]["reviews"] == 1
+    nxt = c.get("/items/plan-0001?task=plan").text
+    assert 'id="previous-link"' in nxt and "/items/plan-0000" in nxt and 'id="undo-button"' in nxt
+    r = c.post("/undo")
+    assert r.status_code == 200 and "Your last decision was withdrawn" in r.text
+    assert queue.get("plan-0000").row.status == "pending" and queue.get("plan-0000").reviews == ()
+    assert c.get("/api/me").json()["progress"] == {"done": 0, "assigned": 2, "left": 5}
+
+
+def test_search_and_sort_on_the_list(queue):
+    c = client(queue)
+    page = c.get("/?q=repo-1").text
+    assert (
+        'data-item="plan-0001"' in page
+        and 'data-item="action-0001"' in page
+        and 'data-item="plan-0000"' not in page
+    )
+    assert [i["item_id"] for i in c.get("/api/items?q=ops_2").json()["items"]] == ["plan-0002"]
+    assert c.get("/?sort=nonsense").status_code == 200
 
 
 def test_the_item_page_shows_steps_code_and_the_gold_readably(tmp_path):
@@ -241,7 +448,12 @@ def test_the_item_page_shows_steps_code_and_the_gold_readably(tmp_path):
     )
     q.enqueue([question(0).model_copy(update={"fields": {"trajs": steps}})], batch="v1")
     page = client(q, "alice", tokens=None).get("/items/plan-0000").text
-    assert page.count('<details class="step"') == 5 and page.count('<details class="step" open>') == 3
+    steps = re.findall(r'<details class="step ([^"]*)" (open)?>', page)
+    assert len(steps) == 5 and sum(1 for _, o in steps if o) == 4  # the task statement + the last three
+    assert steps[1][0] == "role-user statement" and steps[1][1] == "open"
+    assert (
+        '<span class="step-preview">→ python -m pytest -x · line 0</span>' in page
+    )  # the tool step names its call
     assert '<pre class="code"><code data-lang="bash">python -m pytest -x</code></pre>' in page
     assert '<details class="fold">' in page and "line 59" in page
     gold = re.search(r'<li class="option gold" data-letter="B">.*?</li>', page, re.DOTALL).group(0)

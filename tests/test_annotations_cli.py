@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from annotations import Queue
 from flows.cli import app
 from flows.review import ReviewSettings
-from tests.annotations_support import filled_queue
+from tests.annotations_support import filled_queue, question
 
 runner = CliRunner()
 
@@ -29,6 +29,7 @@ def test_review_refuses_to_listen_beyond_loopback_without_tokens(tmp_path):
         app, ["review", "--queue", str(path), "--host", "0.0.0.0"], env={"APTFORGE_REVIEW_TOKENS": ""}
     )
     assert result.exit_code == 2 and "tokens are required" in result.output
+    assert "http://" not in result.output  # refused before any URL is printed
     bad = runner.invoke(app, ["review", "--queue", str(path)], env={"APTFORGE_REVIEW_TOKENS": "alice:tiny"})
     assert bad.exit_code == 2 and "at least 8 characters" in bad.output and "tiny" not in bad.output
 
@@ -43,7 +44,7 @@ def test_tokens_come_from_the_environment_and_stay_secret():
 def test_review_agreement_prints_status_counts_and_figures_per_task(tmp_path):
     path = tmp_path / "queue.sqlite"
     q = filled_queue(path, n_plan=2, n_action=1)
-    q.decide("plan-0000", "alice", "accept", expected_rev=0)
+    q.decide("plan-0000", "alice", "accept", seen=q.seen("plan-0000", "alice"))
     result = runner.invoke(
         app,
         ["review", "--queue", str(path), "--reviews-per-item", "2", "--agreement"],
@@ -88,3 +89,27 @@ def test_label_studio_files_round_trip_through_the_cli(tmp_path):
     assert result.exit_code == 0 and "applied 2, unchanged 0, problems 0" in result.output
     assert {r.status for r in Queue(path).items()} == {"accepted"}
     assert {r.reviewer for r in Queue(path).items()} == {"labelstudio-3"}
+
+
+def test_token_roles_config_and_scenario_guidelines_become_the_app_options():
+    from flows.config import ReviewConfig
+    from flows.review import app_options
+
+    accounts = ReviewSettings(
+        _env_file=None, tokens="alice:alice-token-0123,judy:judy-token-89ab:adjudicator"
+    ).accounts()
+    assert accounts.tokens == {"alice": "alice-token-0123", "judy": "judy-token-89ab"}
+    assert accounts.adjudicators == {"judy"}
+    review = ReviewConfig(
+        lease_minutes=2,
+        adjudicators=["carol"],
+        allowed_hosts=["review.example.org"],
+        guidelines={"plan": "from the config"},
+    )
+    options = app_options(
+        review, accounts, ["other.example.org"], {"plan": "from the spec", "action": "spec only"}
+    )
+    assert options.adjudicators == {"judy", "carol"} and options.lease_seconds == 120
+    assert options.allowed_hosts == ("review.example.org", "other.example.org")
+    assert options.guidelines == {"plan": "from the config", "action": "spec only"}
+    assert options.gates is not None and options.gates(question(0)) == []

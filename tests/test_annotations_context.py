@@ -67,4 +67,44 @@ def test_the_plain_text_rendering_keeps_every_field_and_step_in_order():
     )
     text = as_text(views)
     assert [v.name for v in views] == ["issue_statement", "trajs"]
-    assert text.index("Bug: 5-2 is 7") < text.index("--- [0. user] ---") < text.index("fix it")
+    assert (
+        text.index("Bug: 5-2 is 7") < text.index("--- [0. user · task statement] ---") < text.index("fix it")
+    )
+
+
+def test_the_task_statement_is_open_and_tool_previews_name_the_call_they_answer():
+    steps = [
+        {"role": "system", "content": "You are a coder."},
+        {"role": "user", "content": "Fix the bug.\n" + "details\n" * 40},
+        {"role": "assistant", "content": "Look first.\n```bash\ngrep -n evaluate calc.py\n```"},
+        {
+            "role": "tool",
+            "content": "OBSERVATION:\n<returncode>0</returncode>\n<output>\n12: def evaluate(\n</output>",
+        },
+        {"role": "assistant", "plan": "I need to run the tests"},
+        {
+            "role": "tool",
+            "content": [
+                {"type": "text", "text": "OBSERVATION:\n<returncode>1</returncode>\n<output>\n</output>"}
+            ],
+        },
+    ]
+    view = field_view("trajs", json.dumps(steps))
+    statement = view.steps[1]
+    assert (
+        statement.statement
+        and statement.open
+        and not any(b.folded for p in statement.parts for b in p.blocks)
+    )
+    assert [s.open for s in view.steps] == [False, True, False, True, True, True]
+    assert view.steps[2].preview == "$ grep -n evaluate calc.py"
+    assert view.steps[3].preview == "→ grep -n evaluate calc.py · 12: def evaluate("
+    assert view.steps[5].preview == "→ I need to run the tests · exit 1"
+    assert not [s for s in view.steps if "OBSERVATION" in s.preview]
+
+
+def test_a_unified_diff_is_split_into_coloured_lines():
+    patch = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n ctx"
+    (block,) = field_view("patch", patch).blocks
+    assert [c for c, _ in block.lines] == ["meta", "meta", "meta", "hunk", "del", "add", "ctx"]
+    assert field_view("prose", "- a list\n- not a diff").blocks[0].lines == ()

@@ -43,8 +43,8 @@ def test_the_build_enqueues_and_a_rebuild_keeps_verdicts_and_requeues_changed_it
         for row in rows:
             assert q.get(row["item_id"]).row.content_hash == row["content_hash"]
     plan_id, action_id = candidates["plan"][0]["item_id"], candidates["action"][0]["item_id"]
-    q.decide(plan_id, "alice", "accept", expected_rev=0)
-    q.decide(action_id, "alice", "reject", expected_rev=0, note="not the next command")
+    q.decide(plan_id, "alice", "accept", seen=q.seen(plan_id, "alice"))
+    q.decide(action_id, "alice", "reject", seen=q.seen(action_id, "alice"), note="not the next command")
 
     again = build(config, out)
     assert again["review"]["enqueued"] == {

@@ -82,7 +82,7 @@ def label_studio_export(
 
 def test_the_export_holds_one_task_per_pending_item_with_every_variable_of_the_labeling_config(tmp_path):
     q = filled_queue(tmp_path / "queue.sqlite")
-    q.decide("plan-0000", "alice", "accept", expected_rev=0)
+    q.decide("plan-0000", "alice", "accept", seen=q.seen("plan-0000", "alice"))
     tasks = export_tasks(q)
     assert sorted(t["data"]["item_id"] for t in tasks) == [
         "action-0000",

@@ -51,7 +51,7 @@ def reviewed(tmp_path, samples_dir):
         if i % 3 == 2:
             continue  # left pending
         decision = "accept" if i % 3 == 0 else "reject"
-        queue.decide(q.item_id, "ana", decision, expected_rev=0)
+        queue.decide(q.item_id, "ana", decision, seen=queue.seen(q.item_id, "ana"))
         decided["accepted" if decision == "accept" else "rejected"].add(q.item_id)
     out = cfg.output_dir()
     out.mkdir(parents=True, exist_ok=True)
@@ -499,7 +499,7 @@ def test_a_release_exports_exactly_the_reference_keys_and_types(
     report = run_build(cfg)
     queue = Queue(cfg.queue_path())
     for row in queue.items(limit=1000):
-        queue.decide(row.item_id, "ana", "accept", expected_rev=row.rev)
+        queue.decide(row.item_id, "ana", "accept", seen=queue.seen(row.item_id, "ana"))
     files, plan = prepare(cfg, queue.verified(), report, None)
     exported = {p: b for p, b in files.items() if p.startswith("aptbench/")}
     assert expected <= set(exported)

@@ -101,7 +101,7 @@ def test_a_new_version_keeps_verdicts_of_unchanged_items_and_reports_the_changel
     queue = Queue(tmp_path / "out" / "swe_issue_fix" / "queue.sqlite")
     items = queue.items(limit=1000)
     for row in items:
-        queue.decide(row.item_id, "ana", "accept", expected_rev=row.rev)
+        queue.decide(row.item_id, "ana", "accept", seen=queue.seen(row.item_id, "ana"))
     assert report1["changelog"]["plan"]["added"] == report1["questions_by_task"]["plan"]
     # v2: one run removed, one run's thoughts rewritten (its items change)
     (inputs / "nebius_row.json").unlink()

@@ -379,7 +379,7 @@ def test_accepting_everything_and_publishing_ships_no_secret_only_placeholders(p
     cfg = load_config(out.parent / "build.yaml")
     queue = Queue(cfg.queue_path())
     for row in queue.items():
-        queue.decide(row.item_id, "ana", "accept", expected_rev=row.rev)
+        queue.decide(row.item_id, "ana", "accept", seen=queue.seen(row.item_id, "ana"))
     files, plan = prepare(cfg, queue.verified(), report, "aptforge/secrets")
     assert sum(plan.counts.values()) == len(queue.verified()) > 0
     release = tmp_path / "release"

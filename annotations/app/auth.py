@@ -1,9 +1,10 @@
-"""Who is reviewing: per-reviewer tokens, the login cookie, and the rule that open access stays on loopback.
+"""Who is reviewing: per-reviewer tokens and roles, the login cookie, and the `reviewer` dependency.
 
 Guarantees: with tokens configured, every page and API call needs a valid token (login form -> HttpOnly,
 SameSite=Strict cookie, or an `Authorization: Bearer` header), compared in constant time; tokens never
 appear in URLs, pages or logs. Without tokens (open mode: a reviewer types a name) the app refuses to
-bind beyond loopback and answers 403 to any non-loopback client. Cross-site form posts are refused.
+bind beyond loopback and answers 403 to any non-loopback client. A token entry may carry a role
+(`name:token:adjudicator`); adjudicators see every review and settle disputes.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import hmac
 import ipaddress
 import re
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from typing import NamedTuple
 
 from fastapi import Request
 
 COOKIE = "aptforge_review"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+ROLES = ("reviewer", "adjudicator")
 
 
 class NotLoggedIn(Exception):
@@ -25,34 +27,58 @@ class NotLoggedIn(Exception):
 
 
 class Forbidden(Exception):
-    """A request the app refuses outright (non-loopback client in open mode, cross-site post)."""
+    """A request the app refuses outright (non-loopback client in open mode, cross-site post, no role)."""
 
 
-def parse_tokens(spec: str) -> dict[str, str]:
-    """`name:token[,name:token...]` -> {name: token}. Errors name the entry's position, never the token.
+class Reviewer(NamedTuple):
+    """The person behind a request."""
+
+    name: str
+    adjudicator: bool = False
+
+
+class Accounts(NamedTuple):
+    """Parsed `APTFORGE_REVIEW_TOKENS`: reviewer -> token, and who adjudicates."""
+
+    tokens: dict[str, str]
+    adjudicators: frozenset[str]
+
+
+def parse_accounts(spec: str) -> Accounts:
+    """`name:token[:role][,...]` -> tokens and adjudicators. Errors name the entry's position, never the token.
 
     Raises:
         ValueError: a malformed entry, a bad reviewer name, a token shorter than 8 characters, or a
             name or token used twice.
     """
     out: dict[str, str] = {}
-    seen: set[str] = set()
+    judges: set[str] = set()
     for pos, entry in enumerate(p.strip() for p in spec.split(",")):
         if not entry:
             continue
         name, sep, token = entry.partition(":")
         name, token = name.strip(), token.strip()
+        role = "reviewer"
+        head, colon, tail = token.rpartition(":")
+        if colon and tail.strip() in ROLES:
+            token, role = head.strip(), tail.strip()
         if not sep or not NAME.match(name):
             raise ValueError(
-                f"review token entry #{pos + 1}: expected `name:token` with a plain reviewer name"
+                f"review token entry #{pos + 1}: expected `name:token[:role]` with a plain reviewer name"
             )
         if len(token) < 8:
             raise ValueError(f"review token of {name!r}: at least 8 characters are required")
-        if name in out or token in seen:
+        if name in out or token in out.values():
             raise ValueError(f"review token entry #{pos + 1}: reviewer {name!r} or its token is given twice")
         out[name] = token
-        seen.add(token)
-    return out
+        if role == "adjudicator":
+            judges.add(name)
+    return Accounts(out, frozenset(judges))
+
+
+def parse_tokens(spec: str) -> dict[str, str]:
+    """`name:token[,name:token...]` -> {name: token} (see `parse_accounts`)."""
+    return parse_accounts(spec).tokens
 
 
 def is_loopback(host: str) -> bool:
@@ -81,9 +107,12 @@ def check_binding(host: str, tokens: Mapping[str, str]) -> None:
 class Auth:
     """Resolves the reviewer of a request from its cookie or bearer token."""
 
-    def __init__(self, tokens: Mapping[str, str] | None = None) -> None:
-        """`tokens` maps reviewer name -> token; empty means open (loopback-only) mode."""
+    def __init__(
+        self, tokens: Mapping[str, str] | None = None, adjudicators: frozenset[str] = frozenset()
+    ) -> None:
+        """`tokens` maps reviewer name -> token (empty: open, loopback-only mode); `adjudicators` are names."""
         self._tokens = dict(tokens or {})
+        self._judges = frozenset(adjudicators)
 
     @property
     def open(self) -> bool:
@@ -104,24 +133,19 @@ class Auth:
             return name if NAME.match(name) else None
         return token if self.reviewer_for_token(token) else None
 
-    def reviewer(self, request: Request) -> str | None:
-        """The request's reviewer, or None."""
+    def bearer(self, request: Request) -> str | None:
+        """The reviewer of a valid `Authorization: Bearer` header (token mode only)."""
         header = request.headers.get("authorization", "")
         if header.lower().startswith("bearer ") and not self.open:
             return self.reviewer_for_token(header[7:].strip())
-        value = request.cookies.get(COOKIE, "")
-        if not value:
-            return None
-        if self.open:
-            return value if NAME.match(value) else None
-        return self.reviewer_for_token(value)
+        return None
 
-    def guard(self, request: Request) -> None:
-        """Refuse non-loopback clients in open mode and cross-site state-changing requests."""
-        client = request.client.host if request.client else ""
-        if self.open and not is_loopback(client):
-            raise Forbidden("open review mode serves loopback clients only")
-        if request.method not in ("GET", "HEAD", "OPTIONS"):
-            origin = request.headers.get("origin")
-            if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host", ""):
-                raise Forbidden("cross-site request refused")
+    def reviewer(self, request: Request) -> Reviewer | None:
+        """The request's reviewer (with their role), or None."""
+        name = self.bearer(request)
+        if name is None:
+            value = request.cookies.get(COOKIE, "")
+            if not value:
+                return None
+            name = (value if NAME.match(value) else None) if self.open else self.reviewer_for_token(value)
+        return None if name is None else Reviewer(name, name in self._judges)

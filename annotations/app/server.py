@@ -17,6 +17,7 @@ from typing import Any
 
 from annotations.app.auth import check_binding
 from annotations.app.main import create_app
+from annotations.app.options import AppOptions
 from annotations.queue import Queue
 
 
@@ -26,6 +27,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     tokens: dict[str, str] | None = None,
+    options: AppOptions | None = None,
     log_level: str = "warning",
 ) -> None:
     """Serve the review app until interrupted.
@@ -37,7 +39,7 @@ def serve(
 
     check_binding(host, tokens or {})
     uvicorn.run(
-        create_app(queue, tokens=tokens),
+        create_app(queue, tokens=tokens, options=options),
         host=host,
         port=port,
         log_level=log_level,

@@ -221,7 +221,7 @@ def _step(index: int, raw: dict[str, Any], total: int, previous_call: str, state
     first = next((_first_line(b.text) for p in parts for b in p.blocks if _first_line(b.text)), "")
     if output:
         call = previous_call if len(previous_call) <= 60 else previous_call[:59] + "…"
-        preview = f"→ {call} · {first}" if call else first
+        preview = f"→ {call} · {first}" if call else f"↳ {first}"
     else:
         call = _call_of(parts)
         preview = f"$ {call}" if call and role != "system" and not statement else first
@@ -238,8 +238,8 @@ def _steps(raw_steps: list[dict[str, Any]]) -> tuple[StepView, ...]:
         seen_user = seen_user or role in ("user", "human")
         step = _step(i, raw, len(raw_steps), previous_call, statement)
         if role not in ("system", "user", "human") and not _is_output(role, raw):
-            # what the next tool output answers: the call, else the step's own words (plan rows keep no call)
-            previous_call = step.preview.removeprefix("$ ")
+            # what the next tool output answers (plan rows keep no call: their output then reads `↳ ...`)
+            previous_call = step.preview[2:] if step.preview.startswith("$ ") else ""
         out.append(step)
     return tuple(out)
 

@@ -99,7 +99,7 @@ def test_the_task_statement_is_open_and_tool_previews_name_the_call_they_answer(
     assert [s.open for s in view.steps] == [False, True, False, True, True, True]
     assert view.steps[2].preview == "$ grep -n evaluate calc.py"
     assert view.steps[3].preview == "→ grep -n evaluate calc.py · 12: def evaluate("
-    assert view.steps[5].preview == "→ I need to run the tests · exit 1"
+    assert view.steps[5].preview == "↳ exit 1"  # the step before made no call (a plan row keeps none)
     assert not [s for s in view.steps if "OBSERVATION" in s.preview]
 
 

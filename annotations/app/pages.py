@@ -63,6 +63,11 @@ QUESTION = {
     "mcq": "Which option is the agent's next step after the context on the left?",
     "completion": "What does the agent do next after the context on the left (exact command or answer)?",
 }
+#: The one-line version of `ACCEPT_MEANS`, shown right under the question.
+CHECK = {
+    "mcq": "Accept if ✓ is the agent's real next step and every other option is wrong here; else reject with a reason.",
+    "completion": "Accept if the gold is exactly what the agent did next and follows from the context; else reject.",
+}
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False})
 
 
@@ -200,6 +205,7 @@ def item_context(
             "extractor": f"{p.extractor} v{p.extractor_version}",
         },
         "question_text": QUESTION.get(q.form, QUESTION["mcq"]),
+        "check": CHECK.get(q.form, CHECK["mcq"]),
         "accept_means": markdown(ACCEPT_MEANS.get(q.form, ACCEPT_MEANS["mcq"])),
         "guidelines": markdown(guidelines) if guidelines.strip() else "",
         "warnings": [w for w in warnings if w.severity != "error"]

@@ -255,6 +255,61 @@ def test_two_reviewers_at_once_review_20_items_blind_with_no_lost_decision_and_n
     assert [r.reviewer for r in q.get("plan-0090").reviews] == ["alice"]
 
 
+def test_undo_search_stats_and_an_adjudicator_ruling_in_the_browser(browser, tmp_path):
+    path = tmp_path / "queue.sqlite"
+    q = filled_queue(path, reviews_per_item=2)
+    q.decide("plan-0000", "bob", "reject", seen=q.seen("plan-0000", "bob"), reasons=["distractor_correct"])
+    tokens = {**TOKENS, "judy": "judy-token-89ab:adjudicator"}
+    from annotations.app.auth import parse_accounts
+
+    accounts = parse_accounts(",".join(f"{k}:{v}" for k, v in tokens.items()))
+    options = AppOptions(adjudicators=accounts.adjudicators)
+    with running(create_app(Queue(path), tokens=accounts.tokens, options=options)) as url:
+        alice = browser.new_context().new_page()
+        watch = Watch(alice)
+        login(alice, url, token=TOKENS["alice"])
+        alice.fill("#search", "repo-2")
+        with alice.expect_navigation():
+            alice.press("#search", "Enter")
+        assert (
+            alice.locator("#items tbody tr").count() == 1 and alice.locator("tr[data-item=plan-0002]").count()
+        )
+        alice.goto(f"{url}/items/plan-0000")
+        ready(alice)
+        assert alice.locator("#blind").count() == 1 and "bob" not in alice.content()
+        with alice.expect_navigation(url="**/items/**"):
+            alice.keyboard.press("a")
+        ready(alice)
+        with alice.expect_navigation(url="**/items/plan-0000**"):
+            alice.keyboard.press("u")  # undo: back to the item, decision withdrawn
+        assert "withdrawn" in alice.inner_text("#flash") and Queue(path).get("plan-0000").row.reviews == 1
+        ready(alice)
+        with alice.expect_navigation(url="**/items/**"):
+            alice.keyboard.press("a")
+        alice.goto(f"{url}/agreement")
+        assert alice.locator("#reviewer-stats tr[data-reviewer=alice] .n").inner_text() == "1"
+        assert (
+            alice.locator("#reason-counts tr[data-task=plan] td[data-reason=distractor_correct]").inner_text()
+            == "1"
+        )
+        judy = browser.new_context().new_page()
+        login(judy, url, token="judy-token-89ab")
+        judy.click("#disputes-link")
+        card = judy.locator("section.dispute[data-item=plan-0000]")
+        assert (
+            card.locator(".review-col").count() == 2 and "a distractor is also correct" in card.inner_text()
+        )
+        card.locator("input[name=note]").fill("B really is right")
+        with judy.expect_navigation():
+            card.locator("button[value=reject]").click()
+        assert judy.locator("#no-disputes").count() == 1
+        assert watch.errors == []
+        alice.context.close()
+        judy.context.close()
+    view = Queue(path).get("plan-0000")
+    assert view.row.status == "rejected" and {r.role for r in view.reviews} == {"reviewer", "adjudicator"}
+
+
 @pytest.mark.parametrize("tokens", [None, TOKENS], ids=["open", "tokens"])
 def test_a_rebinding_host_and_a_null_origin_are_refused(browser, tmp_path, tokens):
     path = tmp_path / "queue.sqlite"

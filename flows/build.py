@@ -29,7 +29,7 @@ from extractors.labels.reports import load_reports
 from flows import cache_keys, hygiene, stages
 from flows import progress as progress_mod
 from flows.config import BuildConfig
-from flows.io import write_json, write_jsonl, write_parquet
+from flows.io import clean_stale_temps, write_json, write_jsonl, write_parquet
 from flows.progress import Progress
 from flows.report_html import attach_report_artifact, write_build_report
 from flows.review import enqueue_and_summarise
@@ -216,6 +216,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
             )
     specs = {name: task_spec(config.scenario, name) for name in tasks}
     out = config.output_dir()
+    clean_stale_temps(out)  # what a killed run was writing (its process is gone)
 
     with timer.stage("read"):
         files = _inputs(config)

@@ -1,21 +1,29 @@
 """The `aptforge` command line (typer).
 
 `aptforge build CONFIG` runs the Prefect build flow; `aptforge inspect PATH...` shows how each
-trajectory is read and labelled. A config that fails validation exits with code 2 and a
-message naming the file and field.
+trajectory is read and labelled.
+
+Error policy (every command): an expected failure prints ONE line on stderr, `error: <what, naming
+the file, field or component> (hint: <what to do>)`, and exits 2 for a usage or config error, 1 for
+a run failure (a refusal, authentication, the network, the local Prefect server), 128 + N when
+stopped by signal N. No traceback and no Prefect log line unless `aptforge --debug ...`. Commands
+raise; `handled` explains: an exception may carry `exit_code` and `hint` attributes (see `explain`).
+Configs are checked whole (fields, components, paths) before any stage runs.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -23,23 +31,124 @@ from rich.table import Table
 from flows.eval_cli import eval_command, validity_command
 from flows.review import review_command
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help=__doc__.split("\n")[0],
+    pretty_exceptions_enable=False,
+)
 err = Console(stderr=True)
 out = Console()
+_options = {"debug": False}
 
+#: Prefect logs nothing below CRITICAL unless `--debug` (or the user's own PREFECT_LOGGING_LEVEL):
+#: every failure the CLI expects is reported as one line of its own.
 _QUIET_PREFECT = {
-    "PREFECT_LOGGING_LEVEL": "WARNING",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
 }
 
 
 def _quiet_prefect() -> None:
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if _options["debug"] else "CRITICAL")
     for key, value in _QUIET_PREFECT.items():
         os.environ.setdefault(key, value)
 
 
+@app.callback()
+def _global(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks and Prefect's log instead of one-line errors.")
+    ] = False,
+) -> None:
+    """aptforge: agent trajectories -> APTBench-style benchmarks."""
+    _options["debug"] = debug
+
+
+class CliError(Exception):
+    """An expected failure with its one-line message, hint and exit code."""
+
+    def __init__(self, message: str, hint: str | None = None, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.hint = hint
+        self.exit_code = exit_code
+
+
+def fail(message: str, hint: str | None = None, code: int = 1) -> NoReturn:
+    """Stop the command with one line on stderr and exit `code` (2: usage/config, 1: run failure)."""
+    raise CliError(message, hint, code)
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: its lines joined with "; " (long messages are never wrapped)."""
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+#: Exception class names (anywhere in the MRO) of the SDKs and HTTP stacks -> (exit code, hint).
+_KNOWN_FAILURES: dict[str, tuple[int, str]] = {
+    "AuthenticationError": (1, "check the API key in the environment (OPENAI_API_KEY / ANTHROPIC_API_KEY)"),
+    "PermissionDeniedError": (1, "the key has no access to this model or endpoint"),
+    "APIConnectionError": (1, "check generator.base_url / OPENAI_BASE_URL and the network"),
+    "APITimeoutError": (1, "the API did not answer in time; raise generator.timeout_s or retry later"),
+    "ConnectError": (1, "check the address and that the server runs"),
+    "HfHubHTTPError": (1, "check HF_TOKEN and HF_ENDPOINT"),
+}
+
+
+def explain(exc: BaseException) -> tuple[str, str | None, int]:
+    """The one line, the hint and the exit code for an exception reaching the CLI."""
+    from flows.config import ConfigError
+
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, CliError):
+        return one_line(str(exc)), exc.hint, exc.exit_code
+    if isinstance(exc, ConfigError):
+        return one_line(f"invalid config: {exc}"), "fix the named fields (README, section Configs)", 2
+    if "UnknownComponent" in names:  # a KeyError: its message is its first argument
+        return one_line(str(exc.args[0] if exc.args else exc)), None, 2
+    hint = getattr(exc, "hint", None)
+    code = getattr(exc, "exit_code", None)
+    for name, (known_code, known_hint) in _KNOWN_FAILURES.items():
+        if name in names:
+            hint, code = hint or known_hint, code or known_code
+            break
+    if isinstance(exc, OSError) and exc.filename:
+        return one_line(f"{exc.filename}: {exc.strerror or exc}"), hint, code or 1
+    message = str(exc) or type(exc).__name__
+    if hint is None and code is None:  # not a failure we know: say what it was, and how to see more
+        message = f"{type(exc).__name__}: {message}"
+        hint = "rerun with `aptforge --debug ...` for the traceback"
+    return one_line(message), hint, int(code or 1)
+
+
+def handled(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a command so that any exception becomes the one error line and its exit code."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.exceptions.ClickException):
+            raise
+        except Exception as exc:
+            if _options["debug"]:
+                raise
+            raise typer.Exit(report_error(exc)) from None
+
+    return run
+
+
+def report_error(exc: BaseException) -> int:
+    """Print `exc` as the one error line; return its exit code."""
+    message, hint, code = explain(exc)
+    line = f"error: {message}" + (f" (hint: {one_line(hint)})" if hint else "")
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    return code
+
+
 @app.command()
+@handled
 def build(
     config: Annotated[Path, typer.Argument(help="Build config YAML (e.g. configs/swe.yaml).")],
     input: Annotated[
@@ -58,24 +167,48 @@ def build(
     ] = None,
 ) -> None:
     """Build benchmark candidates from raw trajectories (runs the Prefect flow `build-benchmark`)."""
-    from flows.config import ConfigError, load_config
+    from flows import runtime
+    from flows.config import check_components, load_config
 
-    try:
+    with runtime.stop_on_signals(_say_stopping):
         cfg = load_config(config, inputs=input, reports=reports, out_dir=out_dir, generator=generator)
-    except ConfigError as exc:
-        err.print(f"[bold red]invalid config[/]\n{exc}", highlight=False)
-        raise typer.Exit(2) from None
-    _quiet_prefect()
-    from flows.build import run_build
-    from flows.progress import progress_bars
+        check_components(cfg, config)  # everything named must exist before any stage runs
+        _quiet_prefect()
+        from flows.build import run_build
+        from flows.progress import progress_bars
 
-    with progress_bars(err, transient=True) as progress:
-        try:
-            report = run_build(cfg, progress)
-        except ValueError as exc:
-            err.print(f"[bold red]build failed:[/] {exc}", highlight=False)
-            raise typer.Exit(2) from None
+        runtime.start_reaper()  # Prefect's server and Dask workers die with this process
+
+        with progress_bars(err, transient=True) as progress:
+
+            def work() -> dict[str, Any]:
+                runtime.start_local_server(_say)
+                return run_build(cfg, progress)
+
+            report = runtime.run_in_worker(work)
     print_summary(report)
+
+
+def _start_prefect() -> None:
+    """The reaper (children die with the CLI), then Prefect's local server with a generous start-up time."""
+    from flows import runtime
+
+    runtime.start_reaper()
+    runtime.start_local_server(_say)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _say_stopping(signum: int) -> None:
+    import signal
+
+    sys.stderr.write(
+        f"stopped by {signal.Signals(signum).name}: files already written are complete; "
+        "the next run resumes from the finished shards\n"
+    )
 
 
 def print_summary(report: dict[str, Any]) -> None:
@@ -126,6 +259,7 @@ def _fmt(counts: dict[str, Any]) -> str:
 
 
 @app.command()
+@handled
 def inspect(
     paths: Annotated[list[Path], typer.Argument(help="Trajectory files or folders (searched recursively).")],
     reports: Annotated[
@@ -213,6 +347,7 @@ def _flow_failures_unlogged(quiet: bool) -> Iterator[None]:
 
 
 @app.command()
+@handled
 def publish(
     config: Annotated[Path, typer.Argument(help="The build config whose verified items to release.")],
     repo: Annotated[
@@ -232,14 +367,13 @@ def publish(
     ] = False,
 ) -> None:
     """Release accepted items: Parquet + dataset card + APTBench JSONL + lm-eval YAML, one Hub commit."""
-    from flows.config import ConfigError, load_config
+    from flows.config import load_config
 
-    try:
-        cfg = load_config(config)
-    except ConfigError as exc:
-        err.print(f"[bold red]invalid config[/]\n{exc}", highlight=False)
-        raise typer.Exit(2) from None
+    _options["debug"] = _options["debug"] or debug
+
+    cfg = load_config(config)
     _quiet_prefect()
+    _start_prefect()
     from huggingface_hub.errors import HfHubHTTPError
 
     from flows.hub import HubRefused, hub_error_line
@@ -252,13 +386,11 @@ def publish(
     except (PublishRefused, HubRefused) as exc:
         if debug:
             raise
-        err.print(f"[bold red]publish refused:[/] {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        fail(f"publish refused: {exc}")
     except HfHubHTTPError as exc:
         if debug:
             raise
-        err.print(f"[bold red]hub error:[/] {hub_error_line(exc)}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        fail(f"hub error: {hub_error_line(exc)}")
     plan = result["plan"]
     table = Table(
         title=f"aptforge publish: {cfg.scenario} {plan['version']}" + (" (dry run)" if dry_run else ""),
@@ -304,6 +436,7 @@ def publish(
 
 
 @app.command()
+@handled
 def audit(
     paths: Annotated[
         list[Path], typer.Argument(help="APTBench JSONL, aptforge candidate/published Parquet, or folders.")
@@ -318,16 +451,10 @@ def audit(
 ) -> None:
     """Per task: items, options, chance, each model-free baseline against its bound, position chi², gate findings."""
     from flows.audit_files import audit_paths, render_audit
-    from flows.config import ConfigError, load_config
+    from flows.config import load_config
     from generators.quality.audit import audit_json
 
-    quality = None
-    if config is not None:
-        try:
-            quality = load_config(config).quality
-        except ConfigError as exc:
-            err.print(f"[bold red]invalid config[/]\n{exc}", highlight=False)
-            raise typer.Exit(2) from None
+    quality = load_config(config).quality if config is not None else None
     result = audit_paths(paths, quality)
     data = audit_json(result, quality)
     if as_json:
@@ -335,16 +462,16 @@ def audit(
     else:
         render_audit(data, out)
     if not result.tasks:
-        err.print("[bold red]no benchmark rows found[/] in " + ", ".join(map(str, paths)), highlight=False)
-        raise typer.Exit(2)
+        fail("no benchmark rows found in " + ", ".join(map(str, paths)), code=2)
     if strict and any(not t["publishable"] for t in data["tasks"].values()):
         raise typer.Exit(1)
 
 
-app.command("review")(review_command)
+app.command("review")(handled(review_command))
 
 
 @app.command()
+@handled
 def serve(
     config_dir: Annotated[
         Path, typer.Option("--configs", help="Folder of build configs; those with a `schedule` are served.")
@@ -359,8 +486,7 @@ def serve(
     try:
         serve_configs(config_dir, limit=limit)
     except ConfigError as exc:
-        err.print(f"[bold red]nothing to serve:[/] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(f"nothing to serve: {exc}", code=2)
 
 
 app.command("eval")(eval_command)

@@ -316,6 +316,14 @@ def _resolve(base: Path, value: str) -> str:
     return str(path if path.is_absolute() else (base / path).resolve())
 
 
+def _resolve_source(base: Path, source: Any) -> Any:
+    if isinstance(source, str):
+        return {"path": _resolve(base, source)}
+    if isinstance(source, dict) and isinstance(source.get("path"), str):
+        return {**source, "path": _resolve(base, source["path"])}
+    return source  # left for validation to refuse
+
+
 def load_config(path: str | Path, **overrides: Any) -> BuildConfig:
     """Read, resolve and validate a YAML config; `overrides` (CLI flags) win.
 
@@ -332,13 +340,14 @@ def load_config(path: str | Path, **overrides: Any) -> BuildConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a config must be a mapping of fields, got {type(raw).__name__}")
     base = path.parent.resolve()
-    for src in raw.get("sources") or []:
-        if isinstance(src, dict) and isinstance(src.get("path"), str):
-            src["path"] = _resolve(base, src["path"])
-    raw["sources"] = [
-        {"path": _resolve(base, s)} if isinstance(s, str) else s for s in raw.get("sources") or []
-    ]
-    raw["reports"] = [_resolve(base, r) if isinstance(r, str) else r for r in raw.get("reports") or []]
+    # only lists are normalised: a string where a list belongs stays a string, so validation refuses it
+    # (iterating it would make every character a path, `/` the whole filesystem)
+    if isinstance(raw.get("sources"), list):
+        raw["sources"] = [_resolve_source(base, s) for s in raw["sources"]]
+    if isinstance(raw.get("reports"), list):
+        raw["reports"] = [_resolve(base, r) if isinstance(r, str) else r for r in raw["reports"]]
+    elif raw.get("reports") is None:
+        raw.pop("reports", None)
     if isinstance(raw.get("out_dir"), str):
         raw["out_dir"] = _resolve(base, raw["out_dir"])
     if isinstance(raw.get("review"), dict) and isinstance(raw["review"].get("queue"), str):
@@ -364,10 +373,63 @@ def load_config(path: str | Path, **overrides: Any) -> BuildConfig:
         else:
             raw[key] = value
     try:
-        return BuildConfig.model_validate(raw)
+        config = BuildConfig.model_validate(raw)
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            lines.append(f"{path}: field `{loc}`: {err['msg']}")
+            got = f" (got {type(err['input']).__name__})" if err["type"] in _TYPE_ERRORS else ""
+            lines.append(f"{path}: field `{loc}`: {err['msg']}{got}")
         raise ConfigError("\n".join(lines)) from exc
+    return config
+
+
+_TYPE_ERRORS = frozenset({"list_type", "dict_type", "model_type", "string_type", "int_type", "bool_type"})
+
+
+def check_components(config: BuildConfig, origin: str | Path) -> None:
+    """Check what validation alone cannot, before any stage runs: every named component exists
+    (scenario, tasks, generator, forced readers), every source and report path exists, and an LLM
+    generator has its key or endpoint in the environment.
+
+    Raises:
+        ConfigError: one line per problem, each naming the file and field.
+    """
+    from extractors.discovery import UnknownComponent, discover_extractors, discover_readers, lookup
+    from flows.settings import LLM_GENERATORS, generator_problem
+
+    problems: list[str] = []
+    try:
+        extractor = lookup(discover_extractors(), config.scenario, "scenario")
+    except UnknownComponent as exc:
+        extractor = None
+        problems.append(f"field `scenario`: {exc.args[0]}")
+    if extractor is not None:
+        for name in config.tasks:
+            if name not in extractor.tasks:
+                problems.append(
+                    f"field `tasks.{name}`: scenario {config.scenario} has no task {name!r}; "
+                    f"it has {', '.join(extractor.tasks)}"
+                )
+    generators = ("offline", *LLM_GENERATORS)
+    if config.generator.name not in generators:
+        problems.append(
+            f"field `generator.name`: unknown generator {config.generator.name!r}; "
+            f"available: {', '.join(generators)}"
+        )
+    elif config.generator.name != "offline" and (why := generator_problem(config)):
+        problems.append(f"field `generator.name`: {why}")
+    readers = discover_readers()
+    for i, src in enumerate(config.sources):
+        if not Path(src.path).exists():
+            problems.append(f"field `sources.{i}.path`: no such file or folder: {src.path}")
+        if src.reader is not None:
+            try:
+                lookup(readers, src.reader, "reader")
+            except UnknownComponent as exc:
+                problems.append(f"field `sources.{i}.reader`: {exc.args[0]}")
+    for i, report in enumerate(config.reports):
+        if not Path(report).exists():
+            problems.append(f"field `reports.{i}`: no such file or folder: {report}")
+    if problems:
+        raise ConfigError("\n".join(f"{origin}: {p}" for p in problems))

@@ -1,35 +1,73 @@
 """Atomic writes: every output file is written to a temp file beside it, then `os.replace`d.
 
-A crash leaves either the old file or the new one, never half of one.
+A crash leaves either the old file or the new one, never half of one. Temp files are named
+`.<target>.<pid>.<random>.tmp`, so the next run removes those of a process that is gone
+(`clean_stale_temps`). Writes in flight are counted: a stopping CLI waits for them
+(`wait_for_writes`) before it exits, so Ctrl-C and SIGTERM never cut a file in half.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+_TEMP = re.compile(r"^\..+\.(\d+)\.[^.]+\.tmp$")
+_writes = threading.Condition()
+_in_flight = 0
+
 
 @contextmanager
-def atomic_path(target: str | Path):
+def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temp path in the target's folder; on success it replaces `target`."""
+    global _in_flight
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+    with _writes:
+        _in_flight += 1
     try:
-        yield Path(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+        try:
+            yield Path(tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    finally:
+        with _writes:
+            _in_flight -= 1
+            _writes.notify_all()
+
+
+def wait_for_writes(timeout: float) -> bool:
+    """Block until no atomic write is in flight (or `timeout` passes); True when none is."""
+    with _writes:
+        return _writes.wait_for(lambda: _in_flight == 0, timeout)
+
+
+def clean_stale_temps(folder: str | Path) -> list[Path]:
+    """Remove temp files below `folder` left by an atomic write of a process that no longer runs."""
+    removed: list[Path] = []
+    root = Path(folder)
+    if not root.is_dir():
+        return removed
+    for path in root.rglob(".*.tmp"):
+        match = _TEMP.match(path.name)
+        if match and path.is_file() and not psutil.pid_exists(int(match.group(1))):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
 
 
 def write_text(target: str | Path, text: str) -> None:

@@ -53,6 +53,47 @@ def load_settings() -> Settings:
     return Settings()
 
 
+#: Seconds the CLI gives Prefect's local (ephemeral) server to start, unless the user set
+#: Prefect's own `PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS` (environment or profile). Prefect's
+#: default (20 s) is too short for a first start, which also migrates the database, on a busy machine.
+PREFECT_STARTUP_TIMEOUT_S = 180
+
+
+def prefect_startup_timeout() -> int:
+    """Start-up time for Prefect's ephemeral server: the user's Prefect setting, else 180 s."""
+    from prefect.settings import get_current_settings
+
+    ephemeral = get_current_settings().server.ephemeral
+    if "startup_timeout_seconds" in ephemeral.model_fields_set:
+        return ephemeral.startup_timeout_seconds
+    return PREFECT_STARTUP_TIMEOUT_S
+
+
+def prefect_needs_local_server() -> bool:
+    """True when flows will run on Prefect's ephemeral server (no `PREFECT_API_URL`, ephemeral mode on)."""
+    from prefect.settings import get_current_settings
+
+    current = get_current_settings()
+    return not current.api.url and current.server.ephemeral.enabled
+
+
+def generator_problem(config: BuildConfig, settings: Settings | None = None) -> str | None:
+    """Why the configured LLM generator cannot start (missing key or endpoint), checked before any stage."""
+    settings = settings or load_settings()
+    gen = config.generator
+    anthropic_side = gen.name == "anthropic"
+    secret = settings.anthropic_api_key if anthropic_side else settings.openai_api_key
+    base_url = gen.base_url or (settings.anthropic_base_url if anthropic_side else settings.openai_base_url)
+    if gen.name in ("openai", "anthropic") and (secret is None or not secret.get_secret_value()):
+        return (
+            f"generator {gen.name!r} needs {'ANTHROPIC' if anthropic_side else 'OPENAI'}_API_KEY "
+            "in the environment"
+        )
+    if gen.name == "openai-compatible" and not base_url:
+        return "generator 'openai-compatible' needs generator.base_url or OPENAI_BASE_URL"
+    return None
+
+
 def make_llm_generator(config: BuildConfig, settings: Settings | None = None) -> Any:
     """The LLM generator `config.generator` names, wired to its SDK client, cache, ledger and limiter.
 
@@ -83,13 +124,9 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
     secret = settings.anthropic_api_key if anthropic_side else settings.openai_api_key
     key = secret.get_secret_value() if secret is not None else ""
     base_url = gen.base_url or (settings.anthropic_base_url if anthropic_side else settings.openai_base_url)
-    if not key and gen.name != "openai-compatible":
-        raise ValueError(
-            f"generator {gen.name!r} needs {'ANTHROPIC' if anthropic_side else 'OPENAI'}_API_KEY "
-            "in the environment"
-        )
-    if gen.name == "openai-compatible" and not base_url:
-        raise ValueError("generator 'openai-compatible' needs generator.base_url or OPENAI_BASE_URL")
+    problem = generator_problem(config, settings)
+    if problem:
+        raise ValueError(problem)
     key = key or PLACEHOLDER_KEY
     if anthropic_side:
         import anthropic  # each SDK takes seconds to import: load only the one in use
@@ -152,4 +189,13 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
     )
 
 
-__all__ = ["LLM_GENERATORS", "Settings", "load_settings", "make_llm_generator"]
+__all__ = [
+    "LLM_GENERATORS",
+    "PREFECT_STARTUP_TIMEOUT_S",
+    "Settings",
+    "generator_problem",
+    "load_settings",
+    "make_llm_generator",
+    "prefect_needs_local_server",
+    "prefect_startup_timeout",
+]

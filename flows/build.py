@@ -9,12 +9,13 @@ single items. Every output file is written atomically.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pyarrow.parquet as pq
 from prefect import flow, task
@@ -28,7 +29,7 @@ from extractors.ingest.records import find_inputs
 from extractors.labels.reports import load_reports
 from flows import cache_keys, hygiene, stages
 from flows import progress as progress_mod
-from flows.config import BuildConfig
+from flows.config import BuildConfig, PrivacyConfig
 from flows.io import clean_stale_temps, write_json, write_jsonl, write_parquet
 from flows.progress import Progress
 from flows.report_html import attach_report_artifact, write_build_report
@@ -61,10 +62,31 @@ def chunks(items: Sequence[T], size: int) -> list[list[T]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
+class ScrubbedRead(NamedTuple):
+    """A read shard with its secrets already redacted (what the cache may hold), and the counts."""
+
+    read: stages.ReadResult
+    found: Counter[str]
+    redacted: Counter[str]
+    runs_redacted: int
+
+
 @task(name="read-shard", cache_policy=NO_CACHE)
-def read_shard(files: list[tuple[str, str | None, str]], cache_key: str = "") -> stages.ReadResult:
-    """Read one shard of raw files (`cache_key` names the result when caching is on)."""
-    return stages.read_stage(discover_readers(), files)
+def read_shard(
+    files: list[tuple[str, str | None, str]], privacy: PrivacyConfig, cache_key: str = ""
+) -> ScrubbedRead:
+    """Read one shard of raw files and redact it before it is returned, hence before it is cached
+    (`cache_key` names the result when caching is on): no secret ever reaches `<out_dir>/.cache`.
+
+    Redaction comes right after reading, so no truncation can cut a secret in half; Problems are
+    redacted too (a reader's error may quote raw input).
+    """
+    result = stages.read_stage(discover_readers(), files)
+    redactor = hygiene.make_redactor(privacy)
+    scrubbed = redact_trajectories(result.trajectories, redactor)
+    problems = redact_problems(result.problems, redactor) + scrubbed.problems
+    read = result._replace(trajectories=scrubbed.trajectories, problems=problems)
+    return ScrubbedRead(read, redactor.found, scrubbed.redacted, len(scrubbed.problems))
 
 
 @task(name="extract-shard", cache_policy=NO_CACHE)
@@ -216,12 +238,13 @@ def build(config: BuildConfig) -> dict[str, Any]:
             )
     specs = {name: task_spec(config.scenario, name) for name in tasks}
     out = config.output_dir()
-    clean_stale_temps(out)  # what a killed run was writing (its process is gone)
+    for folder in (out, Path(config.out_dir) / ".cache"):
+        clean_stale_temps(folder)  # what a killed run was writing (its process is gone)
 
     with timer.stage("read"):
         files = _inputs(config)
         shard_files = chunks(files, config.limits.shard_size)
-        read_keys = [cache_keys.read_key(s) for s in shard_files]
+        read_keys = [cache_keys.read_key(s, config.privacy) for s in shard_files]
         build_key = cache_keys.build_key(config, extractor_cls, read_keys)
         previous = _unchanged_build(config, build_key)
         if previous is not None:  # nothing changed since the last build of this version: nothing to do
@@ -230,17 +253,18 @@ def build(config: BuildConfig) -> dict[str, Any]:
             write_json(out / "report.json", previous)
             return previous
         reader = _cached(read_shard, config)
-        reads = _gather(
-            [reader.submit(s, k) for s, k in zip(shard_files, read_keys, strict=True)], "read", progress
+        scrubbed = _gather(
+            [reader.submit(s, config.privacy, k) for s, k in zip(shard_files, read_keys, strict=True)],
+            "read",
+            progress,
         )
         verdicts = load_reports(config.reports)
+    reads = [r.read for r in scrubbed]
     trajs = [t for r in reads for t in r.trajectories]
     problems: list[Problem] = [p for r in reads for p in r.problems] + verdicts.problems
-    redactor = hygiene.make_redactor(config.privacy)
-    with timer.stage("redact"):  # before extraction, so no truncation can cut a secret in half
-        scrubbed = redact_trajectories(trajs, redactor)
-    trajs = scrubbed.trajectories
-    problems += scrubbed.problems
+    found_in_runs: Counter[str] = sum((r.found for r in scrubbed), Counter())
+    redacted_in_runs: Counter[str] = sum((r.redacted for r in scrubbed), Counter())
+    redactor = hygiene.make_redactor(config.privacy)  # questions and Problems met later
 
     with timer.stage("keep"):
         kept = stages.label_and_keep(
@@ -344,7 +368,11 @@ def build(config: BuildConfig) -> dict[str, Any]:
     if llm_usage is not None:
         report["llm"] = llm_usage  # tokens and cost per task and per model
     report["secrets"] = hygiene.secrets_report(
-        redactor.found, scrubbed.redacted, redacted.redacted, len(scrubbed.problems), shown
+        found_in_runs + redactor.found,
+        redacted_in_runs,
+        redacted.redacted,
+        sum(r.runs_redacted for r in scrubbed),
+        shown,
     )
     report["dedup"] = {
         "trajectories": sum(p.reason == "duplicate_trajectory" for p in kept.problems),
@@ -427,11 +455,21 @@ def task_runner(config: BuildConfig) -> Any:
     return ThreadPoolTaskRunner(max_workers=config.limits.max_workers)
 
 
+#: Files the build creates are its owner's only (0600, folders 0700): the shard cache, the LLM
+#: cache and the queue hold trajectory text (redacted, but still someone's work). Atomic writes
+#: are 0600 anyway (`mkstemp`); this covers what Prefect and SQLite create.
+PRIVATE_UMASK = 0o077
+
+
 def run_build(config: BuildConfig, progress: Progress | None = None) -> dict[str, Any]:
     """Run the flow with the configured task runner (and an optional progress callback)."""
     runner = task_runner(config)
-    with progress_mod.reporting(progress):
-        return build.with_options(task_runner=runner)(config)
+    previous = os.umask(PRIVATE_UMASK)  # Dask workers started by the flow inherit it
+    try:
+        with progress_mod.reporting(progress):
+            return build.with_options(task_runner=runner)(config)
+    finally:
+        os.umask(previous)
 
 
 __all__ = ["build", "chunks", "make_generator", "run_build"]

@@ -19,10 +19,12 @@ from extractors.base import ExtractOptions
 from extractors.discovery import discover_readers
 from extractors.ingest.bundles import detect_bundle
 from generators.base import PoolEntry
+from generators.hygiene.secrets import SCANNER_VERSION
 from schemas import GoldStep, Trajectory, content_id
 
 #: Bump when the shape of cached shard results changes in a way no component version covers.
-CACHE_FORMAT = 1
+#: 2: read shards are cached redacted (with their redaction counts).
+CACHE_FORMAT = 2
 
 
 def _package_version() -> str:
@@ -48,8 +50,10 @@ def _digest(parts: Iterable[str]) -> str:
     return h.hexdigest()[:32]
 
 
-def read_key(files: Sequence[Sequence[Any]]) -> str:
-    """Key of a read shard: every input file's (path, size, mtime), run-folder members included."""
+def read_key(files: Sequence[Sequence[Any]], privacy: Any = None) -> str:
+    """Key of a read shard: every input file's (path, size, mtime), run-folder members included,
+    the readers' versions and, since shards are cached redacted, the privacy options and the
+    secret scanner's version."""
     stats = []
     for file, forced, *rest in files:
         members = [str(file)]
@@ -58,7 +62,8 @@ def read_key(files: Sequence[Sequence[Any]]) -> str:
             members += sorted(str(p) for p in bundle.members.values())
         stats.append((forced, rest[0] if rest else None, [_stat(m) for m in members]))
     readers = {name: cls.version for name, cls in discover_readers().items()}
-    return content_id("read", CACHE_FORMAT, _package_version(), readers, stats)
+    scrub = [SCANNER_VERSION, privacy.model_dump(mode="json") if privacy is not None else None]
+    return content_id("read", CACHE_FORMAT, _package_version(), readers, stats, scrub)
 
 
 def trajectory_hash(traj: Trajectory) -> str:

@@ -27,13 +27,11 @@ from generators.hygiene.secrets import (
     Scanner,
     SecretsFound,
     scan_rows,
-    scan_text,
 )
 from schemas import Problem, Question
 
 #: A record is a benchmark row (not a report or quarantine entry) when it has one of these keys.
 ROW_KEYS = frozenset({"uuid", "item_id", "choices", "trajs", "trajectory", "query", "target_cmd"})
-_TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".yaml", ".yml", ".txt", ".csv", ".html", ".toml")
 
 
 def privacy_options(config: PrivacyConfig) -> PrivacyOptions:
@@ -136,7 +134,8 @@ def secrets_report(
 
 
 def scan_release(folder: str | Path, options: PrivacyOptions | None = None) -> list[Finding]:
-    """Findings in every file of a release folder (Parquet rows, text lines); publish's guard."""
+    """Findings in EVERY file of a release folder (Parquet rows; any other file as text, whatever
+    its name or size, in blocks of lines so multi-line secrets are seen whole); publish's guard."""
     root = Path(folder)
     scanner = Scanner(options)
     findings: list[Finding] = []
@@ -148,11 +147,44 @@ def scan_release(folder: str | Path, options: PrivacyOptions | None = None) -> l
                     f._replace(where=f"{rel}:{f.where}")
                     for f in scan_rows(batch.to_pylist(), scanner=scanner)
                 ]
-        elif path.suffix in _TEXT_SUFFIXES or path.stat().st_size < 1_000_000:
-            text = path.read_bytes().decode("utf-8", errors="replace")
-            for lineno, line in enumerate(text.splitlines(), start=1):
-                findings += scan_text(line, f"{rel}:{lineno}", scanner=scanner)
+        else:
+            findings += _scan_file(path, rel, scanner)
     return findings
+
+
+_BLOCK_LINES = 2000
+
+
+def _scan_file(path: Path, rel: str, scanner: Scanner) -> list[Finding]:
+    """Scan a file as text in blocks of lines (a block overlaps the next by a few lines)."""
+    findings: list[Finding] = []
+    seen: set[tuple[int, str]] = set()
+    with path.open("r", encoding="utf-8", errors="replace", newline="") as fh:
+        block: list[str] = []
+        first = 1
+        for line in fh:
+            block.append(line)
+            if len(block) >= _BLOCK_LINES:
+                findings += _scan_block(block, first, rel, scanner, seen)
+                keep = block[-40:]  # a private key or a split literal may straddle the boundary
+                first += len(block) - len(keep)
+                block = keep
+        if block:
+            findings += _scan_block(block, first, rel, scanner, seen)
+    return findings
+
+
+def _scan_block(
+    lines: list[str], first: int, rel: str, scanner: Scanner, seen: set[tuple[int, str]]
+) -> list[Finding]:
+    text = "".join(lines)
+    found = []
+    for span in scanner.spans(text):
+        lineno = first + text.count("\n", 0, span.start)
+        if (lineno, span.kind) not in seen:
+            seen.add((lineno, span.kind))
+            found.append(Finding(span.kind, f"{rel}:{lineno}"))
+    return found
 
 
 def assert_release_clean(folder: str | Path, options: PrivacyOptions | None = None) -> None:

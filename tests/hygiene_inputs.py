@@ -8,6 +8,7 @@ SWE-smith row (text-encoded calls), the way the same run ships in two formats.
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from pathlib import Path
@@ -38,6 +39,41 @@ FAKE_SECRETS: dict[str, str] = {
     "url_password": "Tr0ub4dor-Horse9",
     "password": "pa55W0rd!Blue42",
 }
+#: The OpenAI key split over two string literals on two lines (each half alone matches nothing).
+SPLIT_KEY = (FAKE_SECRETS["openai_key"][:28], FAKE_SECRETS["openai_key"][28:])
+#: Encoded forms of known secret formats, as they appear in configs and URLs.
+ENCODED_SECRETS: dict[str, str] = {
+    "base64": base64.b64encode(FAKE_SECRETS["github_token"].encode()).decode(),
+    "base64url": base64.urlsafe_b64encode(FAKE_SECRETS["anthropic_key"].encode()).decode(),
+    "hex": FAKE_SECRETS["huggingface_token"].encode().hex(),
+    "percent": "".join(f"%{b:02X}" for b in FAKE_SECRETS["slack_token"].encode()),
+}
+
+
+def leak_needles() -> dict[str, str]:
+    """Every string that must never ship: each secret (each line of the key), each half of the
+    split key, each encoded form."""
+    needles = {f"{k}:{i}": part for k, s in FAKE_SECRETS.items() for i, part in enumerate(s.split("\n"))}
+    needles |= {"split_key:0": SPLIT_KEY[0], "split_key:1": SPLIT_KEY[1]}
+    return needles | {f"encoded:{k}": v for k, v in ENCODED_SECRETS.items()}
+
+
+def split_and_encoded_dump() -> str:
+    """An observation that prints code holding the split key and a config holding encoded secrets."""
+    e = ENCODED_SECRETS
+    return (
+        "$ cat client.py\n"
+        "from openai import OpenAI\n"
+        f'client = OpenAI(api_key=("{SPLIT_KEY[0]}"\n'
+        f'                         "{SPLIT_KEY[1]}"))\n'
+        "$ cat deploy.yaml\n"
+        f"github_token_b64: {e['base64']}\n"
+        f"anthropic: {e['base64url']}\n"
+        f"hub_hex: {e['hex']}\n"
+        f"webhook: https://hooks.example.invalid/notify?token={e['percent']}\n"
+    )
+
+
 #: kind -> the placeholder kind it must be redacted to.
 PLACEHOLDER_KIND = {k: k for k in FAKE_SECRETS} | {
     "github_pat": "github_token",
@@ -84,6 +120,7 @@ def plant_secrets(dest: Path) -> dict[str, Any]:
         f"Slack hook uses {s['slack_token']}."
     )
     steps[1]["thought"] = steps[1]["response"] = steps[1]["thought"] + f" (auth: Bearer {s['jwt']})"
+    steps[1]["observation"] = steps[1]["observation"] + "\n" + split_and_encoded_dump()
     clone = f"git clone https://deploy:{s['url_password']}@git.acme.dev/tinycalc.git /tmp/tinycalc-ref"
     steps[2]["action"] = clone
     actions = [m for m in data["history"] if m.get("role") == "assistant" and m.get("tool_calls")]
@@ -93,6 +130,7 @@ def plant_secrets(dest: Path) -> dict[str, Any]:
     actions[2]["action"] = clone
     actions[2]["tool_calls"][0]["function"] = {"name": "bash", "arguments": json.dumps({"command": clone})}
     observations[0]["content"] = [{"type": "text", "text": "OBSERVATION:\n" + steps[0]["observation"]}]
+    observations[1]["content"] = [{"type": "text", "text": "OBSERVATION:\n" + steps[1]["observation"]}]
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(data, indent=1))
     return data

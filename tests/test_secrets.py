@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import shutil
@@ -12,12 +13,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from hygiene_inputs import (
+    ENCODED_SECRETS,
     FAKE_SECRETS,
     PLACEHOLDER_KIND,
     RUN,
+    SPLIT_KEY,
     SUMMARY,
     as_swesmith_row,
     env_dump,
+    leak_needles,
     plant_secrets,
 )
 
@@ -54,6 +58,51 @@ def test_every_listed_kind_is_replaced_by_its_typed_placeholder(name):
 def test_a_secret_is_found_without_detect_secrets_too():
     out = _redact(env_dump(), PrivacyOptions(detect_secrets=False))
     assert not [k for k, s in FAKE_SECRETS.items() if s in out]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'client = OpenAI(api_key=("{SPLIT_KEY[0]}"\n    "{SPLIT_KEY[1]}"))',
+        f'key = "{SPLIT_KEY[0]}" + \\\n  "{SPLIT_KEY[1]}"',
+        json.dumps({"cmd": f'x = ("{SPLIT_KEY[0]}"\n "{SPLIT_KEY[1]}")'}),  # JSON-escaped quotes, \n
+    ],
+    ids=["parenthesised", "plus-continuation", "json-escaped"],
+)
+def test_a_key_split_over_string_literals_is_redacted_in_every_piece(text):
+    red = _redact(text)
+    assert SPLIT_KEY[0] not in red and SPLIT_KEY[1] not in red
+    assert red.count("<REDACTED:openai_key>") == 2
+    if text.startswith("{"):
+        assert json.loads(red)  # still valid JSON
+
+
+@pytest.mark.parametrize(
+    ("form", "kind"),
+    [
+        ("base64", "github_token"),
+        ("base64url", "anthropic_key"),
+        ("hex", "huggingface_token"),
+        ("percent", "slack_token"),
+    ],
+)
+def test_an_encoded_secret_of_a_known_format_is_redacted_whole(form, kind):
+    red = _redact(f"config: value={ENCODED_SECRETS[form]} end")
+    assert red == f"config: value=<REDACTED:{kind}> end"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b and tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        "greeting=" + base64.b64encode(b"hello world, nothing to hide here at all").decode(),
+        "path=/usr/lib/python3/dist-packages/setuptools_scm/version.py",
+        "url=https://example.com/search?q=caf%C3%A9%20au%20lait%20recipes",
+        'names = ("alpha_beta" "gamma_delta")',
+    ],
+)
+def test_encoded_or_split_text_without_a_secret_is_left_alone(text):
+    assert _redact(text) == text
 
 
 def test_the_key_of_a_key_value_line_is_kept_and_only_the_value_replaced():
@@ -248,16 +297,21 @@ def _inputs(root: Path) -> Path:
 
 
 def _texts_of(folder: Path) -> dict[str, str]:
-    """Every output file as text: Parquet decoded to rows, SQLite dumped, the rest decoded bytes."""
+    """Every output file as text: Parquet decoded to rows, SQLite dumped, Prefect's cached results
+    (JSON with a base64 pickle) decoded, the rest decoded bytes."""
     texts = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        raw = path.read_bytes()
         if path.suffix == ".parquet":
             texts[str(path)] = json.dumps(pq.read_table(path).to_pylist(), ensure_ascii=False, default=str)
-        elif path.suffix == ".sqlite" or path.read_bytes()[:15] == b"SQLite format 3":
+        elif path.suffix == ".sqlite" or raw[:15] == b"SQLite format 3":
             with sqlite3.connect(path) as db:
                 texts[str(path)] = "\n".join(db.iterdump())
+        elif raw[:12] == b'{"metadata":':
+            record = json.loads(raw)
+            texts[str(path)] = base64.b64decode(record["result"]).decode("utf-8", errors="replace")
         else:
-            texts[str(path)] = path.read_bytes().decode("utf-8", errors="replace")
+            texts[str(path)] = raw.decode("utf-8", errors="replace")
     return texts
 
 
@@ -300,13 +354,17 @@ def test_no_planted_secret_reaches_any_output_file_or_log(planted_build, capfd):
         p.endswith("quarantine.jsonl") for p in texts
     )
     assert any(p.endswith(".sqlite") for p in texts), "the review queue is an output too"
+    cached = [p for p in texts if "/.cache/" in p]
+    assert any("<REDACTED:" in texts[p] for p in cached)  # the cache holds redacted runs, read decoded
     leaks = {
         (Path(p).name, k)
         for p, text in texts.items()
-        for k, s in FAKE_SECRETS.items()
-        if any(part in text for part in s.split("\n"))
+        for k, needle in leak_needles().items()
+        if needle in text
     }
     assert leaks == set()
+    modes = {oct(p.stat().st_mode & 0o777) for p in (out / ".cache").rglob("*") if p.is_file()}
+    assert modes == {"0o600"}
     captured = capfd.readouterr()
     assert not [k for k, s in FAKE_SECRETS.items() if s in "\n".join(logs) + captured.out + captured.err]
 
@@ -367,6 +425,16 @@ def test_the_release_guard_passes_the_built_folder_and_refuses_a_planted_file(pl
     with pytest.raises(SecretsFound) as err:
         assert_release_clean(release)
     assert "README.md:2" in str(err.value) and FAKE_SECRETS["huggingface_token"] not in str(err.value)
+    # every file is scanned, whatever its name or size; split and encoded forms too
+    (release / "README.md").unlink()
+    (release / "blob.bin").write_text("x" * 2_000_000 + f"\ntoken: {ENCODED_SECRETS['base64']}\n")
+    (release / "client.py").write_text(f'k = ("{SPLIT_KEY[0]}"\n     "{SPLIT_KEY[1]}")\n')
+    findings = {(f.where, f.kind) for f in scan_release(release)}
+    assert findings == {
+        ("blob.bin:2", "github_token"),
+        ("client.py:1", "openai_key"),
+        ("client.py:2", "openai_key"),
+    }
 
 
 @pytest.mark.flow
@@ -386,5 +454,5 @@ def test_accepting_everything_and_publishing_ships_no_secret_only_placeholders(p
     write_release(release, files, check=assert_release_clean)
     texts = _texts_of(release)
     shipped = "\n".join(texts.values())
-    assert {k for k, s in FAKE_SECRETS.items() if any(part in shipped for part in s.split("\n"))} == set()
+    assert {k for k, needle in leak_needles().items() if needle in shipped} == set()
     assert "<REDACTED:" in shipped

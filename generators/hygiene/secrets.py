@@ -1,7 +1,8 @@
 """Secret scanning and redaction: nothing secret ships in a benchmark row, a report or a log.
 
-`Scanner` finds secrets with aptforge's typed patterns (`secret_patterns.PATTERNS`) and with the
-detect-secrets plugins, and returns spans (start, end, kind), never logging a value. `Redactor`
+`Scanner` finds secrets with aptforge's typed patterns (`secret_patterns.PATTERNS`), also split
+over string literals or base64 / hex / percent-encoded (`encoded`), and with the detect-secrets
+plugins, and returns spans (start, end, kind), never logging a value. `Redactor`
 replaces every span with a typed placeholder `<REDACTED:kind>` and guarantees consistency: a
 secret of a recognisable shape (a token, or a password with mixed character classes, 8+ chars)
 is remembered, and every later occurrence of the same value in any field of any trajectory,
@@ -23,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
+from generators.hygiene.encoded import encoded_spans, split_literal_spans
 from generators.hygiene.secret_patterns import (
     DETECT_SECRETS_PLUGINS,
     FORMAT_KINDS,
@@ -38,6 +40,8 @@ from generators.hygiene.secret_patterns import (
     token_start,
 )
 
+#: Bump when what the scanner finds changes (cached, redacted read shards are keyed by it).
+SCANNER_VERSION = 2
 PLACEHOLDER = re.compile(r"<REDACTED:([a-z0-9_]+)>")
 _LEFT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _RIGHT_CHARS = _LEFT_CHARS | frozenset("+/=.")
@@ -164,6 +168,19 @@ class Scanner:
         """Merged, non-overlapping secret spans of `text` (placeholders are never secrets)."""
         if len(text) < 8:
             return []
+        found = self._pattern_spans(text)
+        # split over string literals, or base64 / hex / percent-encoded: spans in the original text
+        found += [Span(*s) for s in split_literal_spans(text, self._format_spans)]
+        found += [Span(*s) for s in encoded_spans(text, self._format_spans)]
+        if self.options.detect_secrets:
+            found += self._detect_secrets_spans(text)
+        guarded = [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)]
+        found = [
+            s for s in found if s.end > s.start and not any(s.start < e and b < s.end for b, e in guarded)
+        ]
+        return _merge(found)
+
+    def _pattern_spans(self, text: str) -> list[Span]:
         found: list[Span] = []
         lower = text.translate(_ASCII_LOWER)  # same length as `text`, unlike str.lower()
         for p in self._patterns:
@@ -175,13 +192,11 @@ class Scanner:
                 start, end = m.span(p.group)
                 kind = assignment_kind(key_before(text, m.end("key"))) if p.kind == "secret" else p.kind
                 found.append(Span(start, end, kind))
-        if self.options.detect_secrets:
-            found += self._detect_secrets_spans(text)
-        guarded = [(m.start(), m.end()) for m in PLACEHOLDER.finditer(text)]
-        found = [
-            s for s in found if s.end > s.start and not any(s.start < e and b < s.end for b, e in guarded)
-        ]
-        return _merge(found)
+        return found
+
+    def _format_spans(self, text: str) -> list[tuple[int, int, str]]:
+        """Secrets of a recognisable format in a joined or decoded text (see `encoded`)."""
+        return [tuple(s) for s in self._pattern_spans(text) if s.kind in FORMAT_KINDS]
 
     @staticmethod
     def _matches(p: Pattern, text: str, lower: str) -> Iterator[re.Match[str]]:

@@ -9,7 +9,6 @@ CONFIG_ENVSETUP ?= configs/envsetup.yaml
 CONFIG_DR ?= configs/dr.yaml
 REVIEW_PORT ?= 8765
 export PREFECT_HOME ?= $(CURDIR)/.prefect
-export PREFECT_LOGGING_LEVEL ?= WARNING
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 

@@ -24,8 +24,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_extractors, discover_readers, lookup
-from extractors.ingest.bundles import find_run_inputs
-from extractors.ingest.records import find_inputs
+from extractors.ingest.bundles import scan_run_inputs
+from extractors.ingest.records import SKIPPED_REASONS, find_inputs
 from extractors.labels.reports import load_reports
 from flows import cache_keys, hygiene, stages
 from flows import progress as progress_mod
@@ -140,6 +140,22 @@ def _cached(t: Any, config: BuildConfig) -> Any:
     )
 
 
+def retry_next_run(problem: Problem) -> bool:
+    """A generate Problem that a later run may not meet: the budget ran out, a batch is still
+    running, or the LLM failed in a way that may pass (timeouts, 5xx, invalid output; not a refusal)."""
+    if problem.stage != "generate":
+        return False
+    reason = problem.reason
+    return reason in ("no_distractors", "batch_pending") or (
+        reason.startswith("llm_") and reason != "llm_refused"
+    )
+
+
+def _forget_shard(config: BuildConfig, key: str) -> None:
+    """Drop a shard's cached result (its file is named by the cache key), so the next run redoes it."""
+    (Path(config.out_dir).resolve() / ".cache" / "prefect-results" / key).unlink(missing_ok=True)
+
+
 def _key_from_parameter(_context: Any, parameters: dict[str, Any]) -> str | None:
     return parameters.get("cache_key") or None
 
@@ -204,14 +220,21 @@ class _Timer:
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 4)
 
 
-def _inputs(config: BuildConfig) -> list[tuple[str, str | None, str]]:
-    """(file, forced reader, input root): ids derive from the path below the root, so moves keep them."""
+def _inputs(config: BuildConfig) -> tuple[list[tuple[str, str | None, str]], list[Problem]]:
+    """(file, forced reader, input root) per input, and a Problem per entry skipped while searching.
+
+    Ids derive from the path below the root, so moves keep them. FIFOs, sockets, devices, bad
+    symlinks and folders named like input files are never opened: each is quarantined and counted.
+    """
     found: dict[str, tuple[str | None, str]] = {}
+    skipped: list[Problem] = []
     for src in config.sources:
-        for file in find_run_inputs([src.path]):  # run folders (env-setup bundles) fold into one file
+        scan = scan_run_inputs([src.path])  # run folders (env-setup bundles) fold into one file
+        skipped += scan.problems
+        for file in scan.files:
             found.setdefault(str(file), (src.reader, src.path))
     report_files = {str(f) for f in find_inputs(config.reports)}
-    return [(f, r, root) for f, (r, root) in sorted(found.items()) if f not in report_files]
+    return [(f, r, root) for f, (r, root) in sorted(found.items()) if f not in report_files], skipped
 
 
 def _gather(futures: list[Any], label: str, progress: Progress | None) -> list[Any]:
@@ -242,7 +265,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
         clean_stale_temps(folder)  # what a killed run was writing (its process is gone)
 
     with timer.stage("read"):
-        files = _inputs(config)
+        files, skipped = _inputs(config)
         shard_files = chunks(files, config.limits.shard_size)
         read_keys = [cache_keys.read_key(s, config.privacy) for s in shard_files]
         build_key = cache_keys.build_key(config, extractor_cls, read_keys)
@@ -261,7 +284,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
         verdicts = load_reports(config.reports)
     reads = [r.read for r in scrubbed]
     trajs = [t for r in reads for t in r.trajectories]
-    problems: list[Problem] = [p for r in reads for p in r.problems] + verdicts.problems
+    problems: list[Problem] = skipped + [p for r in reads for p in r.problems] + verdicts.problems
     found_in_runs: Counter[str] = sum((r.found for r in scrubbed), Counter())
     redacted_in_runs: Counter[str] = sum((r.redacted for r in scrubbed), Counter())
     redactor = hygiene.make_redactor(config.privacy)  # questions and Problems met later
@@ -318,20 +341,20 @@ def build(config: BuildConfig) -> dict[str, Any]:
                 task_golds = [g for g in golds if g.task == name]
                 pool = stages.pool_of(task_golds)
                 pool_key = cache_keys.pool_key(pool)
-                futures = [
-                    generator_task.submit(
-                        config,
-                        s,
-                        pool,
-                        specs[name].n_options,
-                        shared,
-                        cache_keys.generate_key(config, generator, s, pool_key, specs[name].n_options),
-                    )
-                    for s in chunks(task_golds, config.limits.shard_size)
+                shards = chunks(task_golds, config.limits.shard_size)
+                keys = [
+                    cache_keys.generate_key(config, generator, s, pool_key, specs[name].n_options)
+                    for s in shards
                 ]
-                for qs, ps in _gather(futures, f"generate {name}", progress):
+                futures = [
+                    generator_task.submit(config, s, pool, specs[name].n_options, shared, key)
+                    for s, key in zip(shards, keys, strict=True)
+                ]
+                for key, (qs, ps) in zip(keys, _gather(futures, f"generate {name}", progress), strict=True):
                     questions += qs
                     problems += ps
+                    if key and any(retry_next_run(p) for p in ps):
+                        _forget_shard(config, key)  # a spent budget or a failed request: the next run retries
         finally:
             if hasattr(generator, "usage_report"):
                 llm_usage = generator.usage_report()
@@ -419,6 +442,7 @@ def _report(
         "output_dir": str(config.output_dir()),
         "counts": {
             "input_files": len(files),
+            "skipped_entries": sum(1 for p in problems if p.stage == "read" and p.reason in SKIPPED_REASONS),
             "trajectories_read": len(trajs),
             "kept": len(kept.kept),
             "dropped": sum(kept.dropped.values()),

@@ -269,15 +269,14 @@ def inspect(
 ) -> None:
     """One line per trajectory: file, reader, instance id, steps, success label and deciding signal."""
     from extractors.discovery import discover_readers
-    from extractors.ingest.bundles import find_run_inputs
+    from extractors.ingest.bundles import scan_run_inputs
     from extractors.ingest.records import find_inputs
     from extractors.labels.reports import load_reports
     from flows import stages
 
     report_files = {str(f) for f in find_inputs([str(r) for r in reports or []])}
-    files = [
-        (str(f), None, str(p)) for p in paths for f in find_run_inputs([str(p)]) if str(f) not in report_files
-    ]
+    scans = [(p, scan_run_inputs([str(p)])) for p in paths]
+    files = [(str(f), None, str(p)) for p, scan in scans for f in scan.files if str(f) not in report_files]
     result = stages.read_stage(discover_readers(), files)
     verdicts = load_reports([str(r) for r in reports or []])
     keep = stages.label_and_keep(
@@ -300,7 +299,8 @@ def inspect(
         }
         for t in labelled
     ]
-    problems = result.problems + verdicts.problems + keep.problems
+    problems = [q for _, scan in scans for q in scan.problems] + result.problems + verdicts.problems
+    problems += keep.problems
     if as_json:
         for row in rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -276,3 +276,32 @@ def test_missing_keys_and_endpoints_are_refused_naming_the_variable(server, tmp_
     (q,) = generate(keyless, [plan_step(1)])
     keyless.close()
     assert isinstance(q, Question) and server.requests_for(CHAT)[0].authenticated
+
+
+def test_invalid_output_is_not_cached_as_final_and_a_rerun_retries_it(server, tmp_path):
+    step = plan_step(1)
+    server.responder = lambda api, body: json.dumps({"distractors": [{"kind": "x", "text": step.gold}] * 3})
+    gen = make_generator(server, tmp_path)
+    assert reasons(generate(gen, [step])) == ["llm_invalid_output"]
+    gen.close()
+    assert server.count(CHAT) == 2  # the first attempt and its one retry, both invalid
+    assert ResponseStore(tmp_path / "out" / "llm_cache.sqlite").count() == 0
+    server.responder = distractor_responder
+    again = make_generator(server, tmp_path)
+    assert reasons(generate(again, [step])) == [None]  # asked again, not served the invalid reply
+    again.close()
+    assert server.count(CHAT) == 3
+
+
+def test_the_budget_counts_money_in_flight_and_is_mostly_spent_before_refusing(server, tmp_path):
+    """16 requests in flight each reserve their worst case; refusing only when spent plus what is in
+    flight passes the budget (after waiting for it) spends most of `budget_usd: 0.02`."""
+    prices = {"gpt-test": {"input": 0.4, "output": 1.6}}
+    gen = make_generator(server, tmp_path, prices=prices, budget_usd=0.02, max_concurrency=16)
+    out = generate(gen, [plan_step(i) for i in range(150)])
+    report = gen.usage_report()
+    gen.close()
+    refused = [o for o in out if isinstance(o, Problem)]
+    assert refused and {p.reason for p in refused} == {"no_distractors"}
+    assert 0.8 * 0.02 <= report["spent_usd"] <= 0.02, report["spent_usd"]
+    assert server.count(CHAT) == len(out) - len(refused)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from extractors.base import Origin
-from extractors.ingest.records import Record, find_inputs, stable_key
+from extractors.ingest.records import InputScan, Record, scan_inputs, stable_key
 from extractors.ingest.sniff import FoundVerdict, read_file, read_record
 from schemas import Problem, Trajectory
 
@@ -126,22 +126,23 @@ def _run_prefixes(stem: str) -> list[str]:
     return [stem[:i] for i, ch in enumerate(stem) if ch == "_"]
 
 
-def find_run_inputs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Input files as `find_inputs` lists them, with each bundle's members folded into its primary."""
-    paths = list(paths)
-    candidates = list(find_inputs(paths))
-    for raw in paths:
-        root = Path(raw)
-        if root.is_dir():
-            candidates += [f for name in _EXTRA_MARKERS for f in root.rglob(name) if f.is_file()]
+def scan_run_inputs(paths: Iterable[str | os.PathLike[str]]) -> InputScan:
+    """Input files as `scan_inputs` finds them (run-folder marker files too), each bundle's members
+    folded into its primary, and a Problem for every entry skipped."""
+    scan = scan_inputs(paths, names=_EXTRA_MARKERS)
     found: set[Path] = set()
-    for file in candidates:
+    for file in scan.files:
         bundle = detect_bundle(file)
         if bundle is not None:
             found.add(Path(bundle.primary))
         elif not is_claimed(file):
             found.add(file)
-    return sorted(found)
+    return InputScan(sorted(found), scan.problems)
+
+
+def find_run_inputs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Input files as `find_inputs` lists them, with each bundle's members folded into its primary."""
+    return scan_run_inputs(paths).files
 
 
 def _problem(where: str, reason: str, detail: str, severity: str = "error") -> Problem:

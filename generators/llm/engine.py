@@ -36,7 +36,7 @@ import orjson
 from aiolimiter import AsyncLimiter
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from generators.llm.ledger import BudgetExceeded, Ledger
+from generators.llm.ledger import BudgetExceeded, BudgetPending, Ledger
 from generators.llm.store import ResponseStore
 
 
@@ -272,6 +272,7 @@ class LLMEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._budget_changed: asyncio.Event | None = None  # set when a reservation settles or is released
 
     def redact(self, text: str) -> str:
         """`text` with every known secret replaced by `***`."""
@@ -305,6 +306,7 @@ class LLMEngine:
         acc = Tally()
         failure: LLMFailure | None = None
         model = ""
+        invalid: list[str] = []  # keys of replies that did not validate
         try:
             retrying = AsyncRetrying(
                 stop=stop_after_attempt(self.attempts),
@@ -322,6 +324,7 @@ class LLMEngine:
                         value = accept_reply(job, request, reply, self.ledger)
                     except InvalidOutput as exc:
                         failure = exc
+                        invalid.append(request.key)
                         raise
             return acc.outcome(value)
         except BudgetExceeded as exc:
@@ -330,6 +333,10 @@ class LLMEngine:
             return acc.outcome(None, "no_distractors", str(exc))
         except LLMFailure as exc:
             self.ledger.count(job.task, model, "failures")
+            if isinstance(exc, InvalidOutput) and invalid:  # not a final answer: the next run asks again
+                await asyncio.get_running_loop().run_in_executor(
+                    self._writer, partial(self.store.forget, invalid)
+                )
             return acc.outcome(None, exc.reason, self.redact(exc.detail))
         except Exception as exc:  # one item never stops the build
             self.ledger.count(job.task, model, "failures")
@@ -350,20 +357,20 @@ class LLMEngine:
             async with self.limiter.slot(request.est_in + request.est_out):
                 if self._fatal is not None:
                     raise LLMFailure(self._fatal.reason, f"not sent: {self._fatal.detail}")
-                reserved = self.ledger.reserve(request.model, request.est_in, request.est_out)
+                reserved = await self._reserve(request)
                 try:
                     reply = await self.client.send(request.body)
                 except LLMFailure as exc:
-                    self.ledger.release(reserved)
+                    self._budget_settled(self.ledger.release, reserved)
                     self.ledger.count(task, request.model, "requests")
                     if exc.fatal:
                         self._fatal = exc
                     raise
                 except BaseException:
-                    self.ledger.release(reserved)
+                    self._budget_settled(self.ledger.release, reserved)
                     raise
-                self.ledger.settle(
-                    reserved, task, request.model, reply.tokens_in, reply.tokens_out
+                self._budget_settled(
+                    self.ledger.settle, reserved, task, request.model, reply.tokens_in, reply.tokens_out
                 )  # paid, whatever follows
                 # Committed before the slot is released: a kill never loses a completed reply.
                 await asyncio.get_running_loop().run_in_executor(
@@ -379,6 +386,24 @@ class LLMEngine:
                 )
         acc.add(request, reply, self.ledger)
         return reply
+
+    async def _reserve(self, request: LLMRequest) -> float:
+        """Reserve the request's worst case; while it fits only once requests in flight settle, wait for
+        each settlement and ask again (refused only if it would pass the budget with nothing in flight)."""
+        while True:
+            if self._budget_changed is None:
+                self._budget_changed = asyncio.Event()
+            changed = self._budget_changed  # taken before asking, so no settlement is missed
+            try:
+                return self.ledger.reserve(request.model, request.est_in, request.est_out, pending_ok=True)
+            except BudgetPending:
+                await changed.wait()
+
+    def _budget_settled(self, settle: Callable[..., Any], *args: Any) -> None:
+        settle(*args)
+        if self._budget_changed is not None:
+            self._budget_changed.set()
+            self._budget_changed = None
 
     def close(self) -> None:
         """Close the client and stop the loop and writer threads (idempotent)."""

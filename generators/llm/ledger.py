@@ -5,9 +5,13 @@ cleanly when a budget is reached instead of overspending or crashing.
 
 Guarantees: costs come only from the prices passed in (USD per million tokens, per model); a request
 first reserves its worst case (estimated prompt tokens plus its `max_tokens`), so requests in flight
-can never push the spend past the budget (up to the prompt-size estimate); once a reservation is
-refused the budget is marked exhausted and every later request is refused too, so the stop is clean
-and deterministic. Cache hits cost this build nothing and are counted separately. Thread-safe.
+can never push the spend past the budget (up to the prompt-size estimate). A reservation that fits
+only once requests in flight have settled (their real cost is far below their worst case) raises
+`BudgetPending` when the caller can wait (`pending_ok`): it waits for a settlement and asks again.
+Only a request that would pass the budget with nothing in flight is refused; then the budget is
+marked exhausted and every later request is refused too, so the stop is clean and deterministic,
+and the build has spent close to its budget (the last worst case short of it). Cache hits cost this
+build nothing and are counted separately. Thread-safe.
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ class Price(NamedTuple):
 
 class BudgetExceeded(Exception):
     """A request would take the build past its budget (the item ends as `no_distractors`)."""
+
+
+class BudgetPending(Exception):
+    """A request fits the budget only if requests in flight settle below their worst case: wait, then ask again."""
 
 
 @dataclass
@@ -107,20 +115,26 @@ class Ledger:
     def _entry(self, task: str, model: str) -> Usage:
         return self._usage.setdefault((task, model), Usage())
 
-    def reserve(self, model: str, tokens_in: int, tokens_out: int, factor: float = 1.0) -> float:
+    def reserve(
+        self, model: str, tokens_in: int, tokens_out: int, factor: float = 1.0, *, pending_ok: bool = False
+    ) -> float:
         """Reserve a request's worst-case cost before sending it.
 
         Returns:
             The amount reserved (pass it to `settle` or `release`).
 
         Raises:
+            BudgetPending: (`pending_ok` only) it fits once requests in flight settle; ask again then.
             BudgetExceeded: the budget is exhausted or this request would exceed it.
         """
         amount = self.cost(model, tokens_in, tokens_out, factor)
         with self._lock:
             if self.budget_usd is None:
                 return 0.0
-            if self.exhausted or self.spent_usd + self.reserved_usd + amount > self.budget_usd:
+            over = self.spent_usd + self.reserved_usd + amount > self.budget_usd
+            if over and not self.exhausted and pending_ok and self.reserved_usd > 0:
+                raise BudgetPending(f"${self.reserved_usd:.6f} in flight")
+            if self.exhausted or over:
                 self.exhausted = True
                 raise BudgetExceeded(
                     f"budget of ${self.budget_usd:g} reached (spent ${self.spent_usd:.6f}, "
@@ -179,4 +193,4 @@ class Ledger:
         }
 
 
-__all__ = ["BudgetExceeded", "Ledger", "Price", "Usage"]
+__all__ = ["BudgetExceeded", "BudgetPending", "Ledger", "Price", "Usage"]

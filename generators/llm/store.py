@@ -142,6 +142,13 @@ class ResponseStore:
         with self._lock, self._tx():
             self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)", data)
 
+    def forget(self, keys: Iterable[str]) -> None:
+        """Drop stored replies (invalid output is not a final answer: a later run asks again)."""
+        keys = [(k,) for k in keys]
+        if keys:
+            with self._lock, self._tx():
+                self._conn.executemany("DELETE FROM responses WHERE key = ?", keys)
+
     def count(self) -> int:
         """Number of stored replies."""
         with self._lock:

@@ -489,8 +489,8 @@ def serve(
         fail(f"nothing to serve: {exc}", code=2)
 
 
-app.command("eval")(eval_command)
-app.command("validity")(validity_command)
+app.command("eval")(handled(eval_command))
+app.command("validity")(handled(validity_command))
 
 
 def main() -> None:

@@ -59,14 +59,17 @@ def _dask_config(tmp_path: Path) -> Path:
     return cfg
 
 
-def test_after_sigkill_of_the_cli_no_server_or_worker_of_that_run_is_alive_5_s_later(tmp_path):
-    log = (tmp_path / "stderr.txt").open("w")  # a file, not a pipe: an orphan would hold a pipe open
+def _start_build(tmp_path: Path, *args: str):
+    """`aptforge build ARGS` as a child; stderr to a file, not a pipe (an orphan would hold a pipe open)."""
+    log = (tmp_path / "stderr.txt").open("w")
     cli = subprocess.Popen(
-        [*APTFORGE, "build", str(_dask_config(tmp_path))],
-        env=_env(tmp_path / "prefect"),
-        stdout=subprocess.DEVNULL,
-        stderr=log,
+        [*APTFORGE, "build", *args], env=_env(tmp_path / "prefect"), stdout=subprocess.DEVNULL, stderr=log
     )
+    return cli, log
+
+
+def test_after_sigkill_of_the_cli_no_server_or_worker_of_that_run_is_alive_5_s_later(tmp_path):
+    cli, log = _start_build(tmp_path, str(_dask_config(tmp_path)))
     try:
         proc = psutil.Process(cli.pid)
         servers = _wait_for(lambda: _server_children(proc), 300, "Prefect's local server")
@@ -95,13 +98,7 @@ def test_after_sigkill_of_the_cli_no_server_or_worker_of_that_run_is_alive_5_s_l
 
 
 def test_sigterm_stops_the_build_in_seconds_with_one_line_and_no_orphan(tmp_path):
-    log = (tmp_path / "stderr.txt").open("w")
-    cli = subprocess.Popen(
-        [*APTFORGE, "build", str(SWE), "--out", str(tmp_path / "out")],
-        env=_env(tmp_path / "prefect"),
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
+    cli, log = _start_build(tmp_path, str(SWE), "--out", str(tmp_path / "out"))
     try:
         proc = psutil.Process(cli.pid)
         servers = _wait_for(lambda: _server_children(proc), 300, "Prefect's local server")

@@ -105,7 +105,7 @@ def test_a_served_deployment_is_visible_on_a_prefect_server_and_runs_on_its_sche
             stderr=subprocess.DEVNULL,
         )
         completed = []
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a loaded machine (CI, 8 builds at once) is slow to schedule
         while time.monotonic() < deadline and not completed:
             time.sleep(1)
             try:
@@ -127,7 +127,7 @@ def test_a_served_deployment_is_visible_on_a_prefect_server_and_runs_on_its_sche
             assert deps[0]["schedules"] and deps[0]["schedules"][0]["schedule"]["interval"] == 3.0
             completed = [r for r in runs if r["state_type"] == "COMPLETED"]
             assert not [r for r in runs if r["state_type"] in ("FAILED", "CRASHED")], runs
-        assert completed, "no scheduled run completed within 120 s"
+        assert completed, "no scheduled run completed within 300 s"
         assert completed[0]["auto_scheduled"] is True
     finally:
         for proc in (served, server):

@@ -22,7 +22,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.config import BuildConfig
-from flows.release import ReleaseMeta, changelog, render_release
+from flows.lm_eval_export import AptbenchPrompt
+from flows.release import MissingPrompt, ReleaseMeta, changelog, render_release
 from schemas import Item, content_hash, content_id, question_row
 
 
@@ -133,6 +134,30 @@ def portable_fingerprint(config: BuildConfig) -> str:
     return content_id(strip(config.model_dump(mode="json")))
 
 
+def scenario_prompts(scenario: str) -> dict[tuple[str, str], AptbenchPrompt]:
+    """The APTBench protocol a scenario declares for its tasks (`aptbench_prompts.yaml` in its package).
+
+    Raises:
+        PublishRefused: the scenario's package has no (valid) prompt file.
+    """
+    import importlib
+    from importlib import resources
+
+    import yaml
+
+    from extractors.discovery import discover_extractors, lookup
+    from flows.lm_eval_export import parse_prompts
+
+    module = importlib.import_module(lookup(discover_extractors(), scenario, "scenario").__module__)
+    package = module.__name__ if hasattr(module, "__path__") else (module.__package__ or "")
+    where = f"{package.replace('.', '/')}/aptbench_prompts.yaml"
+    try:
+        text = (resources.files(package) / "aptbench_prompts.yaml").read_text(encoding="utf-8")
+        return {(scenario, name): p for name, p in parse_prompts(yaml.safe_load(text), where).items()}
+    except (FileNotFoundError, ValueError, yaml.YAMLError) as exc:
+        raise PublishRefused(f"{scenario} declares no usable APTBench prompts ({where}): {exc}") from None
+
+
 def previous_release(config: BuildConfig, repo_id: str | None) -> dict[str, Any] | None:
     """The manifest of the release last published: the Hub head's when a repo is set (and readable), else the local folder's."""
     if repo_id:
@@ -206,8 +231,13 @@ def prepare(
         inputs=[portable_path(r, roots) for r in roots],
         baselines=_baselines(report),
         previous=previous,
+        prompts=scenario_prompts(config.scenario),
+        seed=config.seed,
     )
-    files = render_release(rows_by_task, meta)
+    try:
+        files = render_release(rows_by_task, meta)
+    except MissingPrompt as exc:
+        raise PublishRefused(str(exc)) from None
     manifest = json.loads(files["manifest.json"])
     plan = Plan(
         config.version,

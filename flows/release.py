@@ -20,68 +20,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from schemas import task_spec
+from flows.lm_eval_export import METRICS_MODULE, AptbenchPrompt, data_source, lm_eval_files
+from schemas import content_id, task_spec
 from schemas.rows import candidate_schema
 
+#: Few-shot demos per config (APTBench's templates are 3-shot).
+FEWSHOT_ITEMS = 3
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
-#: APTBench's instruction line and answer cue per (dataset, task) (APTBENCH.md §5).
-_PROMPTS: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("issue_fix", "plan"): (
-        "Select the correct next step plan given the previous executed trajectory.",
-        "Trajectory: {{trajs}}\n\nChoices:\n{{choices}}\n",
-        "The correct next step plan is (",
-    ),
-    ("issue_fix", "action"): (
-        "Write the next execution command from the tool set according to the previous executed trajectory.",
-        "Tool set: {{tool_set}}\n\nTrajectory: {{trajs}}\n",
-        "The next command:\n```bash\n",
-    ),
-    ("issue_fix", "locate"): (
-        "Select the code snippet generating the bug describted in the issue statement.",
-        "Issue: {{issue_statement}}\n\nChoices:\n{{choices}}\n",
-        "The bug code snippet is (",
-    ),
-    ("issue_fix", "fix_patch"): (
-        "Select the correct fix patch to the issue.",
-        "Issue: {{issue_statement}}\n\nChoices:\n{{choices}}\n",
-        "The correct patch to the issue is (",
-    ),
-    ("issue_fix", "test_patch"): (
-        "Which is the correct test patch that can reproduce the issues described in the problem statement?",
-        "Problem: {{problem_statement}}\n\nChoices:\n{{choices}}\n",
-        "The answer is (",
-    ),
-    ("env_setup", "plan"): (
-        "Choose the correct execution plan to setup the environment for running the repository "
-        "according to the repository information.",
-        "Repository information: {{repo_info}}\n\nChoices: {{choices}}\n",
-        "The correct execution plan is (",
-    ),
-    ("env_setup", "action"): (
-        "Write the next execution command given the execution plan and the previously executed commands.",
-        "Execution plan: {{execution_plan}}.\nExecuted commands: {{executed_cmds}}\n",
-        "The next command:\n```bash\n",
-    ),
-    ("env_setup", "error"): (
-        "The environment is setup according to the repo setup steps, but an issue occurred. "
-        "Choose the correct execution plan to fix the issue.",
-        "Setup: {{setup_instruct}}\n\nIssue title: {{issue_title}}\nIssue body: {{issue_body}}\n\n"
-        "Choices: {{choices}}\n",
-        "The corrected next step should be (",
-    ),
-    ("deepresearch", "plan"): (
-        "Given the question, the trajectory so far and candidate next steps, determine which "
-        "step is correct and most reasonable.",
-        "Question: {{query}}\n\nTrajectory: {{trajectory}}\n\nChoices:\n{{choices}}\n",
-        "The answer is (",
-    ),
-    ("deepresearch", "summ_ans"): (
-        "Get the answer to the question from the searching and browsing trajectory.",
-        "Question: {{query}}\n\nTrajectory: {{trajectory}}\n",
-        "The answer is [",
-    ),
-}
+
+class MissingPrompt(LookupError):
+    """A published config whose scenario declares no APTBench prompt for it."""
 
 
 class ReleaseMeta(NamedTuple):
@@ -97,6 +46,10 @@ class ReleaseMeta(NamedTuple):
     baselines: Mapping[str, Any]
     previous: Mapping[str, Any] | None
     """The manifest of the release this one is compared with (the changelog's baseline), if any."""
+    prompts: Mapping[tuple[str, str], AptbenchPrompt] = {}
+    """APTBench protocol per (scenario, APTBench task file), as the scenarios declare it."""
+    seed: int = 0
+    """Seed of the few-shot hold-aside."""
 
 
 def release_task(scenario: str, task: str, row: Mapping[str, Any]) -> tuple[str, str]:
@@ -120,42 +73,28 @@ def _jsonl(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
-def _dataset_keys(qualified: str, repo_id: str | None, version: str) -> dict[str, Any]:
-    """Where lm-eval reads a config: the Hub repo at the release tag, else this folder (run from inside it)."""
-    if repo_id:
-        return {"dataset_path": repo_id, "dataset_name": qualified, "dataset_kwargs": {"revision": version}}
-    return {
-        "dataset_path": "parquet",
-        "dataset_kwargs": {"data_files": {"test": f"data/{qualified}/test-*.parquet"}},
-    }
+def hold_aside(
+    rows: Sequence[Mapping[str, Any]], seed: int, want: int = FEWSHOT_ITEMS
+) -> tuple[list[Any], list[Any]]:
+    """(test rows, few-shot rows) of one config: whole groups (an instance, else a trajectory) are held aside.
 
-
-def _lm_eval_yaml(qualified: str, dataset: str, task: str, form: str, where: Mapping[str, Any]) -> bytes:
-    instruction, body, cue = _PROMPTS.get((dataset, task), ("", "", ""))
-    doc = {
-        "task": f"aptforge_{qualified}",
-        **where,
-        "test_split": "test",
-        "doc_to_text": f"{instruction}\n\n{body}{cue}",
-    }
-    if form == "mcq":
-        doc.update(
-            output_type="multiple_choice",
-            doc_to_choice="{{options}}",
-            doc_to_target="gold_index",
-            metric_list=[{"metric": "acc", "aggregation": "mean", "higher_is_better": True}],
-        )
-    else:
-        first_segment = {"function": "regex", "regex_pattern": r"^\s*([^;\n\]]*)", "group_select": 0}
-        doc.update(
-            output_type="generate_until",
-            doc_to_target="{{answer}}",
-            generation_kwargs={"until": ["\n", "```", "]"], "do_sample": False, "max_gen_toks": 64},
-            filter_list=[{"name": "first_segment", "filter": [first_segment, {"function": "take_first"}]}],
-            metric_list=[{"metric": "exact_match", "aggregation": "mean", "higher_is_better": True}],
-        )
-    doc["metadata"] = {"version": 1}
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True).encode("utf-8")
+    Groups are taken in an order drawn from `seed` until the few-shot split has `want` items, and never
+    more than half of them, so no test item shares a trajectory (or a task instance) with a demo.
+    """
+    groups: dict[str, list[Any]] = {}
+    for row in rows:
+        groups.setdefault(str(row.get("instance_id") or row["trajectory_id"]), []).append(row)
+    order = sorted(groups, key=lambda k: content_id(seed, "fewshot", k))
+    held: set[str] = set()
+    taken = 0
+    for key in order[: len(groups) // 2]:
+        if taken >= want:
+            break
+        held.add(key)
+        taken += len(groups[key])
+    test = [r for r in rows if str(r.get("instance_id") or r["trajectory_id"]) not in held]
+    fewshot = [r for r in rows if str(r.get("instance_id") or r["trajectory_id"]) in held]
+    return test, fewshot
 
 
 def render_release(
@@ -174,17 +113,22 @@ def render_release(
     files: dict[str, bytes] = {}
     for qualified, g in groups.items():
         spec = g["spec"]
-        table = pa.Table.from_pylist(g["rows"], schema=candidate_schema(g["scenario"], g["task"]))
-        files[f"data/{qualified}/test-00000-of-00001.parquet"] = _parquet_bytes(table)
+        schema = candidate_schema(g["scenario"], g["task"])
+        g["rows"], g["fewshot"] = hold_aside(g["rows"], meta.seed)
+        for split, rows in (("test", g["rows"]), ("fewshot", g["fewshot"])):
+            if rows:
+                table = pa.Table.from_pylist(rows, schema=schema)
+                files[f"data/{qualified}/{split}-00000-of-00001.parquet"] = _parquet_bytes(table)
         official = [{name: r[name] for name, _ in spec.fields} for r in g["rows"]]
         files[f"aptbench/{spec.dataset}/{g['folder']}/input_data.jsonl"] = _jsonl(official)
-        files[f"lm_eval/{qualified}.yaml"] = _lm_eval_yaml(
-            qualified,
-            spec.dataset,
-            spec.task,
-            spec.form,
-            _dataset_keys(qualified, meta.repo_id, meta.version),
+        prompt = meta.prompts.get((g["scenario"], g["folder"]))
+        if prompt is None:
+            raise MissingPrompt(f"{g['scenario']} declares no APTBench prompt for task `{g['folder']}`")
+        source = data_source(qualified, meta.repo_id, meta.version, bool(g["fewshot"]))
+        files.update(
+            lm_eval_files(qualified, spec.form, prompt, source, min(len(g["fewshot"]), FEWSHOT_ITEMS))
         )
+    files["lm_eval/aptforge_metrics.py"] = METRICS_MODULE.encode("utf-8")
     manifest = _manifest(groups, files, meta)
     files["README.md"] = _card(groups, meta, manifest).encode("utf-8")
     files["manifest.json"] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
@@ -201,6 +145,7 @@ def _manifest(
         "inputs": sorted(meta.inputs),
         "counts": {q: len(g["rows"]) for q, g in sorted(groups.items())},
         "items": {q: {r["item_id"]: r["content_hash"] for r in g["rows"]} for q, g in sorted(groups.items())},
+        "fewshot": {q: sorted(r["item_id"] for r in g["fewshot"]) for q, g in sorted(groups.items())},
         "files": {path: hashlib.sha256(blob).hexdigest() for path, blob in sorted(files.items())},
         "baseline": (
             {"version": meta.previous.get("version"), "items": meta.previous.get("items", {})}
@@ -231,7 +176,14 @@ def _card(groups: Mapping[str, Mapping[str, Any]], meta: ReleaseMeta, manifest: 
         "language": sorted({"zh" if q.endswith("_zh") else "en" for q in groups}) or ["en"],
         "tags": ["agents", "benchmark", "aptbench", "aptforge"],
         "configs": [
-            {"config_name": q, "data_files": [{"split": "test", "path": f"data/{q}/test-*.parquet"}]}
+            {
+                "config_name": q,
+                "data_files": [
+                    {"split": split, "path": f"data/{q}/{split}-*.parquet"}
+                    for split in ("test", "fewshot")
+                    if groups[q][split if split == "fewshot" else "rows"]
+                ],
+            }
             for q in sorted(groups)
         ],
     }

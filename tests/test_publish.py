@@ -77,8 +77,9 @@ def test_only_accepted_items_reach_the_release(reviewed):
     files, plan = _prepare(cfg, queue)
     manifest = json.loads(files["manifest.json"])
     released = {iid for items in manifest["items"].values() for iid in items}
-    assert released == decided["accepted"]
-    assert sum(plan.counts.values()) == len(decided["accepted"])
+    fewshot = {iid for items in manifest["fewshot"].values() for iid in items}
+    assert released | fewshot == decided["accepted"] and not released & fewshot
+    assert sum(plan.counts.values()) == len(released) > 0
     assert plan.counts.keys() <= {"issue_fix_plan", "issue_fix_action"}
 
 
@@ -139,26 +140,35 @@ def test_exported_keys_and_types_match_the_official_reference_files(shared_dir):
     assert checked == 6
 
 
-def test_lm_eval_loads_the_exported_task_yamls(reviewed, tmp_path, monkeypatch):
+def test_lm_eval_loads_both_protocols_with_demos_from_the_fewshot_split(reviewed, tmp_path, monkeypatch):
     from lm_eval.tasks import TaskManager, get_task_dict
 
     cfg, queue, decided = reviewed  # noqa: RUF059
     files, plan = _prepare(cfg, queue)
     folder = Path(plan.release_dir)
     write_release(folder, files)
-    monkeypatch.chdir(folder)  # a folder release's YAMLs name the folder as `.`: no absolute path
+    manifest = json.loads(files["manifest.json"])
+    monkeypatch.chdir(folder)  # a folder release's YAMLs read `data/...` relative to it: no absolute path
     manager = TaskManager(include_path=str(folder / "lm_eval"), include_defaults=False)
-    tasks = get_task_dict(["aptforge_issue_fix_plan", "aptforge_issue_fix_action"], manager)
-    plan_task = tasks["aptforge_issue_fix_plan"]
+    names = [f"aptforge_issue_fix_{t}_{p}" for t in ("plan", "action") for p in ("aptbench", "loglik")]
+    tasks = get_task_dict(names, manager)
+    plan_task = tasks["aptforge_issue_fix_plan_aptbench"]
     docs = list(plan_task.test_docs())
     assert len(docs) == plan.counts["issue_fix_plan"]
+    demos = list(plan_task.fewshot_docs())
+    assert {d["item_id"] for d in demos} == set(manifest["fewshot"]["issue_fix_plan"])
+    assert not {d["trajectory_id"] for d in demos} & {d["trajectory_id"] for d in docs}
     doc = docs[0]
-    assert plan_task.doc_to_choice(doc) == list(doc["options"])
-    assert plan_task.doc_to_target(doc) == doc["gold_index"]
+    assert plan_task.doc_to_text(doc).startswith("Request: Select the correct next step plan")
     assert plan_task.doc_to_text(doc).endswith("The correct next step plan is (")
-    action_task = tasks["aptforge_issue_fix_action"]
-    adoc = next(iter(action_task.test_docs()))
-    assert action_task.doc_to_target(adoc) == adoc["answer"]
+    assert plan_task.doc_to_target(doc) == doc["answer"] + ")"
+    loglik = tasks["aptforge_issue_fix_plan_loglik"]
+    assert loglik.doc_to_choice(doc) == ["A)", "B)", "C)", "D)"][: len(doc["options"])]
+    assert loglik.doc_to_target(doc) == doc["gold_index"]
+    action = tasks["aptforge_issue_fix_action_aptbench"]
+    adoc = next(iter(action.test_docs()))
+    assert action.doc_to_target(adoc) == adoc["answer"] + "\n```"
+    assert action.doc_to_text(adoc).endswith("The next command:\n```bash\n")
 
 
 def test_a_flagged_task_is_refused_unless_overridden_with_a_reason():
@@ -469,7 +479,8 @@ def test_the_publish_command_dry_runs_then_publishes_once(prefect_harness, revie
         } == before
         assert "hf_good" not in first.output + second.output
     manifest = json.loads((release / "manifest.json").read_text())
-    assert {i for items in manifest["items"].values() for i in items} == decided["accepted"]
+    released = [i for part in ("items", "fewshot") for items in manifest[part].values() for i in items]
+    assert set(released) == decided["accepted"]
 
 
 @pytest.mark.flow

@@ -12,7 +12,7 @@ export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup build-swe build-envsetup build-dr golden review publish-swe publish-dr serve eval-demo test lint bench clean
+.PHONY: setup build-swe build-envsetup build-dr golden review publish-swe publish-envsetup publish-dr serve eval-demo test lint bench clean
 
 setup: $(STAMP)
 
@@ -39,6 +39,9 @@ review: setup  # after `make build-swe`: serve the SWE review queue on 127.0.0.1
 
 publish-swe: setup
 	$(BIN)/aptforge publish $(CONFIG_SWE) $(PUBLISH_FLAGS)
+
+publish-envsetup: setup
+	$(BIN)/aptforge publish $(CONFIG_ENVSETUP) $(PUBLISH_FLAGS)
 
 publish-dr: setup
 	$(BIN)/aptforge publish $(CONFIG_DR) $(PUBLISH_FLAGS)

@@ -26,6 +26,8 @@ class SourceConfig(_Config):
     """File or directory of raw trajectories."""
     reader: str | None = None
     """Reader name to force; sniffed per record when omitted."""
+    license: str | None = None
+    """Licence of these raw trajectories (the dataset card names it for every source)."""
 
 
 class TaskConfig(_Config):

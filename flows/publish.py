@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from flows.card import CardSource, check_card
 from flows.config import BuildConfig
 from flows.lm_eval_export import AptbenchPrompt
 from flows.release import MissingPrompt, ReleaseMeta, changelog, render_release
@@ -233,11 +234,19 @@ def prepare(
         previous=previous,
         prompts=scenario_prompts(config.scenario),
         seed=config.seed,
+        sources=[
+            CardSource(portable_path(src.path, roots), src.license or "not stated in the config")
+            for src in config.sources
+        ],
+        excluded=dict(excluded),
     )
     try:
         files = render_release(rows_by_task, meta)
     except MissingPrompt as exc:
         raise PublishRefused(str(exc)) from None
+    problems = check_card(files["README.md"].decode("utf-8"), meta.sources)
+    if problems:
+        raise PublishRefused("the dataset card fails the metadata check: " + "; ".join(problems))
     manifest = json.loads(files["manifest.json"])
     plan = Plan(
         config.version,

@@ -12,14 +12,13 @@ import hashlib
 import io
 import json
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import yaml
 
+from flows.card import CardConfig, CardSource, render_card
 from flows.lm_eval_export import METRICS_MODULE, AptbenchPrompt, data_source, lm_eval_files
 from schemas import content_id, task_spec
 from schemas.rows import candidate_schema
@@ -50,6 +49,10 @@ class ReleaseMeta(NamedTuple):
     """APTBench protocol per (scenario, APTBench task file), as the scenarios declare it."""
     seed: int = 0
     """Seed of the few-shot hold-aside."""
+    sources: Sequence[CardSource] = ()
+    """Input roots with their licences (named on the card)."""
+    excluded: Mapping[str, int] = {}
+    """Items left out, by reason (named on the card)."""
 
 
 def release_task(scenario: str, task: str, row: Mapping[str, Any]) -> tuple[str, str]:
@@ -130,7 +133,25 @@ def render_release(
         )
     files["lm_eval/aptforge_metrics.py"] = METRICS_MODULE.encode("utf-8")
     manifest = _manifest(groups, files, meta)
-    files["README.md"] = _card(groups, meta, manifest).encode("utf-8")
+    files["README.md"] = render_card(
+        [
+            CardConfig(
+                q,
+                g["spec"].dataset,
+                g["folder"],
+                g["spec"].form,
+                g["spec"].n_options,
+                [(n, t, n == g["spec"].answer_key) for n, t in g["spec"].fields],
+                g["rows"],
+                g["fewshot"],
+            )
+            for q, g in sorted(groups.items())
+        ],
+        meta=meta,
+        sources=meta.sources,
+        changes=changelog(manifest, meta.previous),
+        excluded=meta.excluded,
+    ).encode("utf-8")
     files["manifest.json"] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode("utf-8")
     return files
 
@@ -167,83 +188,3 @@ def changelog(manifest: Mapping[str, Any], previous: Mapping[str, Any] | None) -
             "changed": sum(1 for k in new_items.keys() & old_items.keys() if new_items[k] != old_items[k]),
         }
     return out
-
-
-def _card(groups: Mapping[str, Mapping[str, Any]], meta: ReleaseMeta, manifest: Mapping[str, Any]) -> str:
-    header = {
-        "license": meta.license,
-        "pretty_name": meta.name,
-        "language": sorted({"zh" if q.endswith("_zh") else "en" for q in groups}) or ["en"],
-        "tags": ["agents", "benchmark", "aptbench", "aptforge"],
-        "configs": [
-            {
-                "config_name": q,
-                "data_files": [
-                    {"split": split, "path": f"data/{q}/{split}-*.parquet"}
-                    for split in ("test", "fewshot")
-                    if groups[q][split if split == "fewshot" else "rows"]
-                ],
-            }
-            for q in sorted(groups)
-        ],
-    }
-    lines = [
-        "---",
-        yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(),
-        "---",
-        "",
-        f"# {meta.name} {meta.version}",
-        "",
-        meta.description or "Agentic-potential benchmark built with aptforge.",
-        "",
-        "Built by aptforge from successful agent trajectories; every item was accepted by a human reviewer.",
-        "",
-        "## Tasks",
-        "",
-        "| config | APTBench file | form | options | items | baselines (acc) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for q, g in sorted(groups.items()):
-        spec = g["spec"]
-        base = meta.baselines.get(f"{g['scenario']}/{g['task']}") or meta.baselines.get(g["task"]) or {}
-        base_txt = (
-            ", ".join(f"{k} {v:.2f}" for k, v in sorted(base.items()) if isinstance(v, (int, float))) or "-"
-        )
-        lines.append(
-            f"| `{q}` | `aptbench/{spec.dataset}/{g['folder']}/input_data.jsonl` | {spec.form} | "
-            f"{spec.n_options or '-'} | {len(g['rows'])} | {base_txt} |"
-        )
-    rows = [r for g in groups.values() for r in g["rows"]]
-    gens = Counter(
-        f"{r['generator']}{' (' + r['model'] + ')' if r['model'] else ''}" for r in rows if r["generator"]
-    )
-    formats = Counter(r["source_format"] for r in rows)
-    agents = Counter(f"{r['agent']} / {r['agent_model'] or 'unknown model'}" for r in rows)
-    lines += ["", "## Distractor generators", ""]
-    lines += [f"- {k}: {v} items" for k, v in sorted(gens.items())] or ["- none (completion tasks only)"]
-    lines += ["", "## Provenance", "", "Source formats:", ""] + [
-        f"- {k}: {v}" for k, v in sorted(formats.items())
-    ]
-    lines += ["", "Agents and models:", ""] + [f"- {k}: {v}" for k, v in sorted(agents.items())]
-    lines += [
-        "",
-        "## Changelog",
-        "",
-        f"Against {meta.previous.get('version') if meta.previous else 'nothing (first release)'}:",
-        "",
-        "| config | added | removed | changed |",
-        "|---|---|---|---|",
-    ]
-    for task, c in changelog(manifest, meta.previous).items():
-        lines.append(f"| `{task}` | {c['added']} | {c['removed']} | {c['changed']} |")
-    lines += [
-        "",
-        "## Files",
-        "",
-        "- `data/<config>/test-*.parquet`: one row per item, APTBench fields first, then aptforge provenance.",
-        "- `aptbench/<dataset>/<task>/input_data.jsonl`: the official APTBench layout, readable by its code.",
-        "- `lm_eval/<config>.yaml`: lm-evaluation-harness task definitions.",
-        "- `manifest.json`: version, config hash, inputs, counts and content hashes.",
-        "",
-    ]
-    return "\n".join(lines)

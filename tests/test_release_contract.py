@@ -132,3 +132,43 @@ def test_no_release_file_holds_an_absolute_path_and_a_second_clone_builds_the_sa
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     assert all((first / p).read_bytes() == (second / p).read_bytes() for p in files)
+
+
+@pytest.mark.parametrize("config", sorted(SCENARIOS))
+def test_the_card_passes_the_metadata_check_names_every_licence_and_scores_the_published_rows(
+    releases, config
+):
+    import re
+
+    from huggingface_hub import DatasetCard
+
+    from flows.card import CardSource, check_card
+
+    folder, plan = releases[config]
+    text = (folder / "README.md").read_text()
+    cfg = load_config(folder.parent / "configs" / config)
+    sources = [CardSource(Path(s.path).name, s.license) for s in cfg.sources]
+    assert all(s.license for s in sources) and check_card(text, sources) == []
+    card = DatasetCard(text)
+    assert card.data.task_categories and card.data.size_categories == ["n<1K"] and card.data.source_datasets
+    assert {c["config_name"] for c in card.data.configs} == set(plan.counts)
+    for heading in ("Tasks and configs", "Data fields", "How to load", "How it was built", "Baselines"):
+        assert f"## {heading}" in text
+    for heading in ("Limitations", "Citation", "Changelog"):
+        assert f"## {heading}" in text
+    assert "@misc{qin2025aptbench" in text and "load_dataset(" in text and "lm_eval " in text
+    for name, n in plan.counts.items():
+        assert re.search(rf"^\| `{name}` \| .* \| {n} \| \d+ \| ", text, re.M), name
+        row = re.search(rf"^\| `{name}` \| (\d+) \| \d+% \|", text, re.M)  # baselines on the published rows
+        assert row is None or int(row.group(1)) == n
+
+
+def test_the_metadata_check_finds_a_bad_value_and_an_unnamed_licence(releases):
+    from flows.card import CardSource, check_card
+
+    folder, _ = releases["swe.yaml"]
+    text = (folder / "README.md").read_text()
+    bad = text.replace("- n<1K", "- tiny", 1).replace("multilinguality: monolingual", "multilinguality: some")
+    problems = check_card(bad, [CardSource("swe_issue_fix", "cc-by-nc-4.0")])
+    assert any("size_categories" in p for p in problems) and any("multilinguality" in p for p in problems)
+    assert any("cc-by-nc-4.0" in p for p in problems)

@@ -24,12 +24,12 @@ def sample_release(root: Path, samples_dir: Path) -> Path:
     from annotations.queue import Queue
     from flows.config import load_config
     from flows.publish import prepare, write_release
-    from tests.test_publish import _questions
+    from tests.publish_support import questions
 
     repo = Path(__file__).resolve().parents[1]
     cfg = load_config(repo / "configs" / "swe.yaml", out_dir=root)
     queue = Queue(root / "queue.sqlite")
-    queue.enqueue(_questions(samples_dir), batch="b1")
+    queue.enqueue(questions(samples_dir), batch="b1")
     for row in queue.items(limit=10_000):
         queue.decide(row.item_id, "tester", "accept", seen=queue.seen(row.item_id, "tester"))
     files, _ = prepare(cfg, queue.verified(), {"quality": {"flags": {}}}, None)

@@ -138,12 +138,15 @@ def read_split(folder: Path, config: str, split: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["item_id"])
 
 
-def task_prompt(scenario: str, task: str) -> TaskPrompt:
-    """The prompt pieces a task declares."""
-    from flows.release import _PROMPTS
+def task_prompt(scenario: str, task: str, config: str) -> TaskPrompt:
+    """The prompt pieces a task declares: its scenario's APTBench query block (the one the lm-eval
+    export uses, `extractors/<scenario>/aptbench_prompts.yaml`), split at its answer cue."""
+    from flows.lm_eval_export import split_cue
+    from flows.publish import scenario_prompts
 
     spec = task_spec(scenario, task)
-    return TaskPrompt(*_PROMPTS[(spec.dataset, spec.task)])
+    prompt = scenario_prompts(scenario)[(scenario, config.removeprefix(f"{spec.dataset}_"))]
+    return TaskPrompt("", *split_cue(prompt.prompt))
 
 
 def load_task(folder: Path, config: str, shots: int, limit: int | None) -> EvalTask:
@@ -163,7 +166,7 @@ def load_task(folder: Path, config: str, shots: int, limit: int | None) -> EvalT
         config,
         spec.form,
         spec.answer_key,
-        task_prompt(rows[0]["scenario"], rows[0]["task"]),
+        task_prompt(rows[0]["scenario"], rows[0]["task"], config),
         rows[:limit] if limit else rows,
         demos,
     )

@@ -83,6 +83,13 @@ def parse_prompts(data: Mapping[str, Any], where: str) -> dict[str, AptbenchProm
     return out
 
 
+def split_cue(prompt: str) -> tuple[str, str]:
+    """(body, cue) of a query block: the cue is its last line (with its newline, if the block ends in one)."""
+    core, newline = (prompt[:-1], "\n") if prompt.endswith("\n") else (prompt, "")
+    head, _, cue = core.rpartition("\n")
+    return (head + "\n" if head else ""), cue + newline
+
+
 def _metric(name: str) -> dict[str, Any]:
     return {"metric": name, "aggregation": "mean", "higher_is_better": True}
 

@@ -21,7 +21,8 @@ def print_scorecard(card: dict[str, Any], console: Console = out) -> None:
     table = Table(
         title=f"{card['model']} on {rel['name']} {rel['version']} ({card['protocol']})", title_justify="left"
     )
-    for col in ("task", "metric", "score", "95% CI", "n", "chance", "best baseline", "other metrics"):
+    table.add_column("task", no_wrap=True)
+    for col in ("metric", "score", "95% CI", "n", "chance", "best baseline", "other metrics"):
         table.add_column(col)
     for name, t in sorted(card["tasks"].items()):
         base = t["baseline"]

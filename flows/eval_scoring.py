@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
-from flows.eval_prompts import MAX_TOKENS, extract, letters, rouge_l
+from flows.eval_prompts import (
+    exact_match,
+    extract,
+    letter_continuations,
+    options_prompt,
+    reference,
+    render,
+    rouge_l,
+)
+from schemas import LETTERS
 
 if TYPE_CHECKING:
     from flows.evaluate import EvalConfig, EvalTask
@@ -38,6 +47,12 @@ def _generate_check(reply: Any) -> Any:
     return Checked(reply.text if reply.text is not None else None, "no text in the completion")
 
 
+def _positions(logprobs: Mapping[str, Any], start: int, end: int) -> list[int]:
+    offsets = logprobs.get("text_offset") or []
+    inside = [i for i, off in enumerate(offsets) if start <= off < end]
+    return inside or [i for i, off in enumerate(offsets) if off < start][-1:]
+
+
 def continuation_logprob(logprobs: Mapping[str, Any] | None, start: int, end: int) -> float | None:
     """Sum of the log-probabilities of the tokens that begin in `[start, end)` of the echoed prompt.
 
@@ -45,13 +60,21 @@ def continuation_logprob(logprobs: Mapping[str, Any] | None, start: int, end: in
     """
     if not logprobs or not logprobs.get("text_offset"):
         return None
-    pairs = list(zip(logprobs["text_offset"], logprobs["token_logprobs"], strict=False))
-    inside = [lp for off, lp in pairs if start <= off < end]
-    if not inside:
-        inside = [lp for off, lp in pairs if off < start][-1:]
-    if not inside or any(lp is None for lp in inside):
+    values = [logprobs["token_logprobs"][i] for i in _positions(logprobs, start, end)]
+    if not values or any(v is None for v in values):
         return None
-    return float(sum(inside))
+    return float(sum(values))
+
+
+def continuation_is_greedy(logprobs: Mapping[str, Any] | None, start: int, end: int) -> bool:
+    """Whether every token of the continuation is the most likely one there (`top_logprobs`)."""
+    if not logprobs or not logprobs.get("top_logprobs"):
+        return False
+    for i in _positions(logprobs, start, end):
+        top = logprobs["top_logprobs"][i]
+        if not top or logprobs["token_logprobs"][i] < max(top.values()) - 1e-9:
+            return False
+    return True
 
 
 def _loglik_check(start: int, end: int) -> Callable[[Any], Any]:
@@ -59,38 +82,51 @@ def _loglik_check(start: int, end: int) -> Callable[[Any], Any]:
 
     def check(reply: Any) -> Any:
         value = continuation_logprob(reply.logprobs, start, end)
-        return Checked(
-            value, "no prompt log-probabilities in the reply (the server must support echo + logprobs)"
-        )
+        if value is None:
+            return Checked(
+                None, "no prompt log-probabilities in the reply (the server must support echo + logprobs)"
+            )
+        return Checked((value, continuation_is_greedy(reply.logprobs, start, end)))
 
     return check
 
 
-def item_units(task: EvalTask, index: int, prompt: str, cfg: EvalConfig) -> list[Unit]:
-    """The requests one item needs under the configured protocol."""
+def _echo_unit(index: int, kind: str, option: int, context: str, cont: str, cfg: EvalConfig) -> Unit:
+    """Score `cont` after `context` from the echoed prompt; trailing space moves into the continuation (lm-eval)."""
     from generators.llm.completions import SCORE_FROM
 
-    row = task.rows[index]
+    spaces = len(context) - len(context.rstrip())
+    if spaces:
+        context, cont = context[: len(context) - spaces], context[len(context) - spaces :] + cont
+    body = {
+        "model": cfg.model,
+        "prompt": context + cont,
+        "max_tokens": 1,
+        "temperature": 0,
+        "echo": True,
+        "logprobs": 1,
+        SCORE_FROM: max(0, len(context) - 16),
+    }
+    return Unit(index, kind, option, body, _loglik_check(len(context), len(context) + len(cont)))
+
+
+def item_units(task: EvalTask, index: int, prompt: str, cfg: EvalConfig) -> list[Unit]:
+    """The requests one item needs under the configured protocol."""
+    row, p = task.rows[index], task.prompt
     if cfg.protocol == "loglik" and task.form == "mcq":
-        units = []
-        for kind, conts in (("letter", letters(len(row["options"]))), ("text", list(row["options"]))):
-            for j, cont in enumerate(conts):
-                body = {
-                    "model": cfg.model,
-                    "prompt": prompt + cont,
-                    "max_tokens": 1,
-                    "temperature": 0,
-                    "echo": True,
-                    "logprobs": 1,
-                    SCORE_FROM: max(0, len(prompt) - 16),
-                }
-                units.append(Unit(index, kind, j, body, _loglik_check(len(prompt), len(prompt) + len(cont))))
-        return units
+        letters = letter_continuations(p, len(row["options"]))
+        texts = options_prompt(p, task.demos, row)
+        return [_echo_unit(index, "letter", j, prompt, c, cfg) for j, c in enumerate(letters)] + [
+            _echo_unit(index, "text", j, texts, " " + o, cfg) for j, o in enumerate(row["options"])
+        ]
+    if cfg.protocol == "loglik":
+        return [_echo_unit(index, "gold", 0, prompt, render(p.answer, row), cfg)]
     body = {
         "model": cfg.model,
         "prompt": prompt,
-        "max_tokens": cfg.max_tokens or MAX_TOKENS[task.form],
+        "max_tokens": cfg.max_tokens or p.max_gen_toks,
         "temperature": 0,
+        "stop": [p.fewshot_delimiter],
     }
     return [Unit(index, "generate", 0, body, _generate_check)]
 
@@ -132,13 +168,14 @@ def score_item(
     errors: Sequence[str],
 ) -> dict[str, Any]:
     """One predictions row from an item's request outcomes."""
-    row = task.rows[index]
-    gold = str(row[task.answer_key]).strip()
+    row, p = task.rows[index], task.prompt
+    gold = reference(p, row)
+    kind = units[0].kind
     out: dict[str, Any] = {
         "task": task.name,
         "item_id": row["item_id"],
         "uuid": str(row.get("uuid", "")),
-        "protocol": "loglik" if units[0].kind != "generate" else "aptbench",
+        "protocol": "aptbench" if kind == "generate" else "loglik",
         "prompt_sha256": hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
         "completion": None,
         "letter_logprobs": None,
@@ -151,18 +188,23 @@ def score_item(
         "rouge_l": None,
         "error": "; ".join(e for e in errors if e) or None,
     }
-    if units[0].kind == "generate":
+    if kind == "generate":
         out["completion"] = values[0]
-        pred = extract(task.prompt.cue, values[0])
+        pred = extract(p, values[0])
         out["extracted"] = pred
-        out["correct"] = pred is not None and pred == gold
+        out["correct"] = exact_match(p, pred, gold)
         if task.form == "completion":
             out["rouge_l"] = rouge_l(pred, gold)
         return out
+    if kind == "gold":  # a completion under loglik: the gold's log-likelihood; right when it is greedy
+        if values[0] is not None:
+            out["letter_logprobs"] = [values[0][0]]
+            out["correct"] = bool(values[0][1])
+        return out
     by_kind: dict[str, list[float | None]] = {"letter": [], "text": []}
     for unit, value in zip(units, values, strict=True):
-        by_kind[unit.kind].append(value)
-    names = letters(len(row["options"]))
+        by_kind[unit.kind].append(None if value is None else value[0])
+    names = list(LETTERS[: len(row["options"])])
     best = _argmax(by_kind["letter"])
     best_norm = _argmax(by_kind["text"], [max(1.0, float(len(o))) for o in row["options"]])
     out["letter_logprobs"] = by_kind["letter"] if best is not None else None
@@ -174,4 +216,11 @@ def score_item(
     return out
 
 
-__all__ = ["PREDICTION_SCHEMA", "Unit", "continuation_logprob", "item_units", "score_item"]
+__all__ = [
+    "PREDICTION_SCHEMA",
+    "Unit",
+    "continuation_is_greedy",
+    "continuation_logprob",
+    "item_units",
+    "score_item",
+]

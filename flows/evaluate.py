@@ -2,17 +2,21 @@
 
 Why: a builder must see whether a new version still separates weak from strong models without
 taking the release to other code. The release (a folder, or a Hub dataset repo at a tag fetched
-with `huggingface_hub.snapshot_download`) is read as published: `data/<config>/test-*.parquet`
-are the items, `data/<config>/fewshot-*.parquet` the held-aside split the demos come from (never
-a test item). Two protocols:
+with `huggingface_hub`) is read as published: `data/<config>/test-*.parquet` are the items,
+`data/<config>/fewshot-*.parquet` the held-aside split the demos come from (never a test item), both
+in the release's order. Each task's protocol is the one its scenario declares
+(`extractors/<scenario>/aptbench_prompts.yaml`, the same the release's lm-eval tasks are built
+from; `flows.eval_prompts`). Two protocols:
 
-- `aptbench`: APTBench's few-shot prompt, greedy generation (`temperature 0`, the output budget of
-  the task's form), its answer extraction and metrics (`flows.eval_prompts`);
-- `loglik`: for an MCQ, the log-likelihood of each option letter after the same prompt (`acc`) and
-  of each option text normalised by its length in characters (`acc_norm`), read from the prompt's
-  own log-probabilities (`echo: true`, `logprobs: 1`, `max_tokens: 1`; the token generated after
-  the prompt is ignored), as lm-eval's `local-completions` does. A completion task has nothing to
-  choose among and is generated as under `aptbench`.
+- `aptbench`: APTBench's few-shot prompt, greedy generation (`temperature 0`, the declared output
+  budget, stopped at the demo delimiter), its answer extraction and metrics (ACC for MCQ as the exact
+  match of the letter, EM and ROUGE-L for completions);
+- `loglik`: for an MCQ, the log-likelihood of each option letter with its closer (`A)`) after the
+  same prompt (`acc`, as `lm_eval/<config>_loglik.yaml`) and of each option text after the cue line,
+  normalised by its length (`acc_norm`, as `<config>_loglik_options.yaml`); for a completion, the
+  gold continuation's log-likelihood, right when it is the greedy one (`acc`). All are read from the
+  prompt's own log-probabilities (`echo: true`, `logprobs: 1`, `max_tokens: 1`; the generated token
+  is ignored), as lm-eval's `local-completions` does.
 
 Every request goes through the LLM layer (`generators.llm.engine.LLMEngine`: concurrency limit, SDK
 retries, SQLite cache keyed by endpoint and body), so a rerun, or a run resumed after a kill,
@@ -24,19 +28,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
-from flows.eval_prompts import SHOTS, TaskPrompt, build_prompt
+from flows.eval_prompts import SHOTS, build_prompt
 from flows.eval_scoring import PREDICTION_SCHEMA, continuation_logprob, item_units, score_item
 from flows.io import write_json, write_parquet
 from schemas import task_spec
+
+if TYPE_CHECKING:
+    from flows.lm_eval_export import AptbenchPrompt
 
 Protocol = Literal["aptbench", "loglik"]
 
@@ -61,7 +68,7 @@ class EvalConfig(BaseModel):
     shots: int = SHOTS
     """Few-shot demos per prompt (from the release's `fewshot` split)."""
     max_tokens: int | None = None
-    """Output budget of a generation (default: by form, `flows.eval_prompts.MAX_TOKENS`)."""
+    """Output budget of a generation (default: the task's declared `max_gen_toks`)."""
     max_concurrency: int = Field(8, ge=1)
     timeout_s: float = 600.0
     max_retries: int = 3
@@ -87,11 +94,11 @@ class EvalTask(NamedTuple):
 
     name: str
     form: str
-    answer_key: str
-    prompt: TaskPrompt
+    prompt: AptbenchPrompt
+    """The protocol the task's scenario declares."""
     rows: list[dict[str, Any]]
-    demos: list[tuple[dict[str, Any], str]]
-    """Solved few-shot examples (row, answer)."""
+    demos: list[dict[str, Any]]
+    """Few-shot examples (rows of the `fewshot` split)."""
 
 
 def open_release(source: str, revision: str | None = None, cache_dir: Path | None = None) -> Release:
@@ -131,22 +138,30 @@ def release_configs(folder: Path) -> list[str]:
 
 
 def read_split(folder: Path, config: str, split: str) -> list[dict[str, Any]]:
-    """Rows of one split, by item id (empty when the split is absent)."""
+    """Rows of one split in the release's order (lm-eval's `limit` and `first_n` read the same order)."""
     rows: list[dict[str, Any]] = []
     for path in sorted((folder / "data" / config).glob(f"{split}-*.parquet")):
         rows += pq.read_table(path).to_pylist()
-    return sorted(rows, key=lambda r: r["item_id"])
+    return rows
 
 
-def task_prompt(scenario: str, task: str, config: str) -> TaskPrompt:
-    """The prompt pieces a task declares: its scenario's APTBench query block (the one the lm-eval
-    export uses, `extractors/<scenario>/aptbench_prompts.yaml`), split at its answer cue."""
-    from flows.lm_eval_export import split_cue
-    from flows.publish import scenario_prompts
+def task_prompt(config: str, row: Mapping[str, Any]) -> AptbenchPrompt:
+    """The APTBench protocol the row's scenario declares for this config's task file.
 
-    spec = task_spec(scenario, task)
-    prompt = scenario_prompts(scenario)[(scenario, config.removeprefix(f"{spec.dataset}_"))]
-    return TaskPrompt("", *split_cue(prompt.prompt))
+    Raises:
+        ValueError: the scenario declares none for it.
+    """
+    from flows.publish import PublishRefused, scenario_prompts
+
+    spec = task_spec(row["scenario"], row["task"])
+    folder = config[len(spec.dataset) + 1 :] if config.startswith(f"{spec.dataset}_") else spec.task
+    try:
+        prompts = scenario_prompts(row["scenario"])
+    except PublishRefused as exc:
+        raise ValueError(str(exc)) from None
+    if (row["scenario"], folder) not in prompts:
+        raise ValueError(f"{row['scenario']} declares no APTBench prompt for {folder} (config {config})")
+    return prompts[(row["scenario"], folder)]
 
 
 def load_task(folder: Path, config: str, shots: int, limit: int | None) -> EvalTask:
@@ -161,14 +176,8 @@ def load_task(folder: Path, config: str, shots: int, limit: int | None) -> EvalT
     spec = task_spec(rows[0]["scenario"], rows[0]["task"])
     test_ids = {r["item_id"] for r in rows}
     fewshot = [r for r in read_split(folder, config, "fewshot") if r["item_id"] not in test_ids]
-    demos = [(r, str(r[spec.answer_key]).strip()) for r in fewshot[:shots]]
     return EvalTask(
-        config,
-        spec.form,
-        spec.answer_key,
-        task_prompt(rows[0]["scenario"], rows[0]["task"], config),
-        rows[:limit] if limit else rows,
-        demos,
+        config, spec.form, task_prompt(config, rows[0]), rows[:limit] if limit else rows, fewshot[:shots]
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from flows.eval_prompts import prompt_sha256
 from flows.io import atomic_path, write_text
 
 BOOTSTRAP = 2000
@@ -53,11 +54,15 @@ def task_card(task: Any, preds: pd.DataFrame, seed: int) -> dict[str, Any]:
     """One task's entry: the primary metric with its CI, the other metrics, chance and baseline."""
     n = len(preds)
     correct = preds["correct"].astype(float).to_numpy()
-    metric = "acc" if task.form == "mcq" else "em"
+    gold_loglik = task.form != "mcq" and n > 0 and bool((preds["protocol"] == "loglik").all())
+    metric = "acc" if task.form == "mcq" or gold_loglik else "em"
     metrics: dict[str, float] = {metric: round(float(correct.mean()) if n else 0.0, 4)}
     if task.form == "mcq" and preds["correct_norm"].notna().any():
         metrics["acc_norm"] = round(float(preds["correct_norm"].fillna(False).astype(float).mean()), 4)
-    if task.form != "mcq":
+    if gold_loglik:  # the gold's log-likelihood per item; `acc`: the gold is the greedy continuation
+        lls = [v[0] for v in preds["letter_logprobs"] if v is not None and len(v)]
+        metrics["mean_gold_loglik"] = round(float(np.mean(lls)), 4) if lls else float("nan")
+    elif task.form != "mcq":
         metrics["rouge_l"] = round(float(preds["rouge_l"].fillna(0.0).mean()) if n else 0.0, 4)
     lo, hi = bootstrap_ci(correct, seed)
     rows = task.rows
@@ -73,8 +78,8 @@ def task_card(task: Any, preds: pd.DataFrame, seed: int) -> dict[str, Any]:
         "metrics": metrics,
         "shots": len(task.demos),
         "failed": int(preds["error"].notna().sum()),
-        "prompt_sha256": task.prompt.sha256(),
-        "demo_items": [d["item_id"] for d, _ in task.demos],
+        "prompt_sha256": prompt_sha256(task.prompt),
+        "demo_items": [d["item_id"] for d in task.demos],
     }
 
 

@@ -35,21 +35,26 @@ def ngram():
 
 
 @pytest.mark.parametrize(
-    ("cue", "output", "expected"),
+    ("scenario", "task", "output", "expected"),
     [
-        ("The answer is (", "B) because", "B"),
-        ("The answer is (", "**C**)", "C"),
-        ("The answer is (", "x\nD\n", "x"),  # APTBench's regex: the first lone letter before ) or a newline
-        ("The answer is (", "none of them", None),
-        ("The answer is [", "Palau] and more", "Palau"),
-        ("The answer is [", "Palau", None),
-        ("The next command:\n```bash\n", "cd /testbed; ls\n```", "cd /testbed"),
-        ("The next command:\n```bash\n", "cd /testbed; ls", "cd /testbed; ls"),  # no newline: kept whole
-        ("The next command:\n```bash\n", None, None),
+        ("swe_issue_fix", "plan", "B) because", "B"),
+        (
+            "swe_issue_fix",
+            "plan",
+            "x\nD\n",
+            "x",
+        ),  # APTBench's regex: the first lone letter before ) or a newline
+        ("swe_issue_fix", "plan", "none of them", None),
+        ("dr", "summ_ans_en", "Palau] and more", "Palau"),
+        ("dr", "summ_ans_en", "Palau", None),
+        ("swe_issue_fix", "action", "cd /testbed; ls\n```", "cd /testbed"),
+        ("swe_issue_fix", "action", None, None),
     ],
 )
-def test_answers_are_extracted_by_aptbench_rules(cue, output, expected):
-    assert extract(cue, output) == expected
+def test_answers_are_extracted_by_the_declared_aptbench_rules(scenario, task, output, expected):
+    from flows.publish import scenario_prompts
+
+    assert extract(scenario_prompts(scenario)[(scenario, task)], output) == expected
 
 
 def test_rouge_l_counts_words_and_cjk_characters():
@@ -89,9 +94,9 @@ def _oracle(release):
         for row in read_split(release, config, "test"):
             if row["options"]:
                 gold = row["options"][row["gold_index"]]
-                items.append(OracleItem(row["choices"], row["answer"] + ")", (row["answer"], gold)))
+                items.append(OracleItem(row["choices"], row["answer"] + ")", (row["answer"] + ")", gold)))
             else:
-                items.append(OracleItem(row["trajs"], row["answer"] + "\n```\n", (row["answer"],)))
+                items.append(OracleItem(row["trajs"], row["answer"] + "\n```\n", (row["answer"] + "\n```",)))
     return OracleModel(items)
 
 

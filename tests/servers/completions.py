@@ -54,7 +54,7 @@ class OracleModel:
             lps[len(data) - tail :] = [0.0] * tail
         elif lps:
             lps[-1] = -30.0
-        return [TokenScore(None if i == 0 else lp, 0, UNIFORM) for i, lp in enumerate(lps)][start:]
+        return [TokenScore(None if i == 0 else lp, 0, max(lp, UNIFORM)) for i, lp in enumerate(lps)][start:]
 
     def generate(self, data: bytes, max_tokens: int) -> bytes:
         item = self._item(data.decode("utf-8", errors="replace"))

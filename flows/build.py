@@ -233,7 +233,7 @@ def _inputs(config: BuildConfig) -> tuple[list[tuple[str, str | None, str]], lis
         skipped += scan.problems
         for file in scan.files:
             found.setdefault(str(file), (src.reader, src.path))
-    report_files = {str(f) for f in find_inputs(config.reports)}
+    report_files = {str(f) for f in find_inputs(config.report_paths())}
     return [(f, r, root) for f, (r, root) in sorted(found.items()) if f not in report_files], skipped
 
 
@@ -281,7 +281,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
             "read",
             progress,
         )
-        verdicts = load_reports(config.reports)
+        verdicts = load_reports(config.report_entries())
     reads = [r.read for r in scrubbed]
     trajs = [t for r in reads for t in r.trajectories]
     problems: list[Problem] = skipped + [p for r in reads for p in r.problems] + verdicts.problems
@@ -292,7 +292,7 @@ def build(config: BuildConfig) -> dict[str, Any]:
     with timer.stage("keep"):
         kept = stages.label_and_keep(
             trajs,
-            verdicts.by_instance,
+            verdicts.found,
             [v for r in reads for v in r.verdicts],
             extractor_cls.reads,
             config.keep_unknown,

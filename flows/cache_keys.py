@@ -125,7 +125,7 @@ def build_key(config: Any, extractor_cls: Any, read_keys: Sequence[str]) -> str:
     """Key of a whole build: config, extractor, generator settings, every input shard and every report file."""
     from extractors.ingest.records import find_inputs
 
-    reports = [_stat(str(p)) for p in find_inputs(config.reports)]
+    reports = [_stat(str(p)) for p in find_inputs(config.report_paths())]
     return content_id(
         "build",
         CACHE_FORMAT,

@@ -281,7 +281,7 @@ def inspect(
     verdicts = load_reports([str(r) for r in reports or []])
     keep = stages.label_and_keep(
         result.trajectories,
-        verdicts.by_instance,
+        verdicts.found,
         result.verdicts,
         frozenset({"swe", "dr", "envsetup", "generic"}),
         keep_unknown=True,

@@ -30,6 +30,16 @@ class SourceConfig(_Config):
     """Licence of these raw trajectories (the dataset card names it for every source)."""
 
 
+class ReportConfig(_Config):
+    """One harness report (file or folder) and, optionally, the run it judges."""
+
+    path: str
+    """Report file, or a folder searched recursively."""
+    run: str | None = None
+    """The run it belongs to: the run's folder or its model name. When omitted the report is tied
+    by its folder tree and name (`extractors.labels.runs`); an ambiguous one is an error."""
+
+
 class TaskConfig(_Config):
     """Knobs of one task."""
 
@@ -255,8 +265,8 @@ class BuildConfig(_Config):
     """Free text for reports and the dataset card."""
     sources: list[SourceConfig] = Field(min_length=1)
     """Raw trajectory inputs."""
-    reports: list[str] = Field(default_factory=list)
-    """SWE-bench harness reports (files or folders) deciding success."""
+    reports: list[ReportConfig] = Field(default_factory=list)
+    """SWE-bench harness reports deciding success (a bare string is a path), each tied to one run."""
     tasks: dict[str, TaskConfig] = Field(min_length=1)
     """Tasks to build, by name."""
     generator: GeneratorConfig = GeneratorConfig()
@@ -283,6 +293,23 @@ class BuildConfig(_Config):
     """Duplicate items and runs."""
     contamination: ContaminationConfig = ContaminationConfig()
     """Overlap with earlier releases and reference corpora."""
+
+    @field_validator("reports", mode="before")
+    @classmethod
+    def _report_paths(cls, reports: Any) -> Any:
+        return (
+            [{"path": r} if isinstance(r, str) else r for r in reports]
+            if isinstance(reports, list)
+            else reports
+        )
+
+    def report_paths(self) -> list[str]:
+        """The report files and folders, without their runs."""
+        return [r.path for r in self.reports]
+
+    def report_entries(self) -> list[tuple[str, str | None]]:
+        """(path, run) of every configured report, for `load_reports`."""
+        return [(r.path, r.run) for r in self.reports]
 
     @field_validator("tasks")
     @classmethod
@@ -326,6 +353,19 @@ def _resolve_source(base: Path, source: Any) -> Any:
     return source  # left for validation to refuse
 
 
+def _report(base: Path, entry: Any) -> Any:
+    """A report entry with its path resolved; `run` too when it names a folder that exists."""
+    if isinstance(entry, str):
+        return {"path": _resolve(base, entry)}
+    if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+        out = {**entry, "path": _resolve(base, entry["path"])}
+        run = entry.get("run")
+        if isinstance(run, str) and not Path(run).is_absolute() and (base / run).exists():
+            out["run"] = _resolve(base, run)
+        return out
+    return entry  # left for validation to refuse
+
+
 def load_config(path: str | Path, **overrides: Any) -> BuildConfig:
     """Read, resolve and validate a YAML config; `overrides` (CLI flags) win.
 
@@ -347,7 +387,7 @@ def load_config(path: str | Path, **overrides: Any) -> BuildConfig:
     if isinstance(raw.get("sources"), list):
         raw["sources"] = [_resolve_source(base, s) for s in raw["sources"]]
     if isinstance(raw.get("reports"), list):
-        raw["reports"] = [_resolve(base, r) if isinstance(r, str) else r for r in raw["reports"]]
+        raw["reports"] = [_report(base, r) for r in raw["reports"]]
     elif raw.get("reports") is None:
         raw.pop("reports", None)
     if isinstance(raw.get("out_dir"), str):
@@ -366,7 +406,7 @@ def load_config(path: str | Path, **overrides: Any) -> BuildConfig:
         if key == "inputs":
             raw["sources"] = [{"path": str(Path(p).resolve())} for p in value]
         elif key == "reports":
-            raw["reports"] = [str(Path(p).resolve()) for p in value]
+            raw["reports"] = [{"path": str(Path(p).resolve())} for p in value]
         elif key == "out_dir":
             raw["out_dir"] = str(Path(value).resolve())
         elif key == "generator":

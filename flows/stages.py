@@ -13,7 +13,8 @@ from typing import Any, NamedTuple
 from extractors.base import ExtractOptions
 from extractors.ingest.bundles import read_input
 from extractors.ingest.sniff import FoundVerdict
-from extractors.labels.reports import RunVerdict, merge_verdicts
+from extractors.labels.reports import ReportVerdict
+from extractors.labels.runs import tie_reports
 from extractors.labels.verdicts import apply_verdict
 from extractors.readers.aptbench_dr import merge_rows
 from generators.base import DistractorGenerator, PoolEntry
@@ -62,21 +63,23 @@ class KeepResult(NamedTuple):
 
 def label_and_keep(
     trajs: Iterable[Trajectory],
-    report_verdicts: Mapping[str, RunVerdict],
+    reports: Iterable[ReportVerdict],
     found: Iterable[FoundVerdict],
     reads: frozenset[str],
     keep_unknown: bool,
 ) -> KeepResult:
-    """Apply harness verdicts (config reports first, then reports met among inputs) and keep successes."""
-    merged = merge_verdicts([(v.verdict, v.origin) for v in found])
-    verdicts = {**merged.by_instance, **report_verdicts}
+    """Apply harness verdicts (config reports and reports met among inputs, each tied to its run) and keep successes."""
+    trajs = list(merge_rows(trajs))  # APTBench DR rows are regrouped across files into whole runs
+    tied = tie_reports(
+        [t for t in trajs if isinstance(t, Trajectory)],
+        [*reports, *(ReportVerdict(v.verdict, v.origin) for v in found)],
+    )
     kept: list[Trajectory] = []
     labelled: list[Trajectory] = []
     dropped: Counter[str] = Counter()
     seen: set[str] = set()
-    problems: list[Problem] = list(merged.problems)
-    # APTBench DR rows are regrouped across files into whole runs
-    runs = [t if isinstance(t, Problem) else apply_verdict(t, verdicts) for t in merge_rows(trajs)]
+    problems: list[Problem] = list(tied.problems)
+    runs = [t if isinstance(t, Problem) else apply_verdict(t, tied.of(t)) for t in trajs]
     copies = duplicate_runs([t for t in runs if isinstance(t, Trajectory)])  # one run, several files/formats
     for traj in runs:
         if isinstance(traj, Problem):

@@ -10,9 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 from hygiene_inputs import RUN, RUN_FILE, SAMPLES, SUMMARY, as_swesmith_row
 
+from extractors.base import Origin
 from extractors.discovery import discover_readers
 from extractors.ingest.sniff import read_file
-from extractors.labels.reports import RunVerdict
+from extractors.labels.reports import ReportVerdict, RunVerdict
+from extractors.labels.runs import run_key
 from flows import stages
 from flows.config import load_config
 from generators.hygiene.dedup import dedup_questions, duplicate_runs, run_fingerprint, shingles
@@ -81,7 +83,10 @@ def test_a_record_read_twice_is_left_to_the_keep_stage(copies):
 
 def test_label_and_keep_drops_copies_from_other_files_as_duplicate_trajectory(copies):
     a, b, row = copies
-    verdicts = {RUN: RunVerdict(RUN, True, "resolved", "test:resolved", 2)}
+    verdicts = [
+        ReportVerdict(RunVerdict(RUN, True, "resolved", "test:resolved", 2), Origin("r.json"), run)
+        for run in sorted({run_key(t).root for t in (a, b, row)})
+    ]
     kept = stages.label_and_keep([b, row, a], verdicts, [], frozenset({"swe"}), False)
     assert [t.trajectory_id for t in kept.kept] == [a.trajectory_id]
     assert kept.dropped["duplicate_trajectory"] == 2

@@ -57,7 +57,7 @@ def test_submitted_is_not_resolved_a_report_decides_and_an_empty_patch_fails():
     result = stages.read_stage(READERS, files)
     verdicts = load_reports([str(FIX / "report.json")])
     labelled = stages.label_and_keep(
-        result.trajectories, verdicts.by_instance, [], frozenset({"swe"}), True
+        result.trajectories, verdicts.found, [], frozenset({"swe"}), True
     ).labelled
     assert {t.source.instance_id: (t.outcome.label, t.outcome.reason) for t in labelled} == {
         "acme__wordcount-4": ("success", "resolved"),

@@ -12,11 +12,20 @@ from extractors.discovery import discover_readers
 from extractors.ingest.records import Record, find_inputs, iter_records
 from extractors.ingest.sniff import read_file, read_record
 from extractors.labels.reports import load_reports, parse_report
+from extractors.labels.runs import tie_reports
 from extractors.labels.verdicts import apply_verdict
 from flows import stages
-from schemas import Problem, Trajectory
+from schemas import Problem, Source, Trajectory
 
 READERS = discover_readers()
+
+
+def _run(iid: str, file: Path, model: str = "m") -> Trajectory:
+    return Trajectory(
+        trajectory_id=f"{model}-{iid}",
+        task="t",
+        source=Source(format="mini_swe_agent", file=str(file), instance_id=iid, model=model),
+    )
 
 
 def _read_all(paths, reports=()):
@@ -24,7 +33,7 @@ def _read_all(paths, reports=()):
     result = stages.read_stage(READERS, files)
     verdicts = load_reports([str(r) for r in reports])
     kept = stages.label_and_keep(
-        result.trajectories, verdicts.by_instance, result.verdicts, frozenset({"swe"}), keep_unknown=True
+        result.trajectories, verdicts.found, result.verdicts, frozenset({"swe"}), keep_unknown=True
     )
     return kept.labelled, result.problems
 
@@ -154,14 +163,15 @@ def test_a_more_specific_report_wins_over_a_summary(tmp_path):
     (logs / "report.json").write_text(
         json.dumps({"z__z-1": {"resolved": True, "patch_exists": True, "tests_status": {}}})
     )
-    verdicts = load_reports([str(tmp_path)])
-    assert verdicts.by_instance["z__z-1"].resolved is True
+    reports = load_reports([str(tmp_path)])
+    run = _run("z__z-1", tmp_path / "trajs" / "z__z-1" / "z__z-1.traj.json")
+    assert tie_reports([run], reports.found).of(run).resolved is True
 
 
 def test_an_empty_report_file_is_a_warning_not_a_verdict(tmp_path):
     (tmp_path / "report.json").write_text("")
-    verdicts = load_reports([str(tmp_path)])
-    assert not verdicts.by_instance and verdicts.problems[0].severity == "warning"
+    reports = load_reports([str(tmp_path)])
+    assert not reports.found and reports.problems[0].severity == "warning"
 
 
 def test_labels_prefer_the_harness_over_the_row(samples_dir):
@@ -173,7 +183,7 @@ def test_labels_prefer_the_harness_over_the_row(samples_dir):
     from extractors.labels.reports import RunVerdict
 
     verdict = RunVerdict(traj.source.instance_id, False, "unresolved", "report.json:resolved", 2)
-    relabelled = apply_verdict(traj, {traj.source.instance_id: verdict})
+    relabelled = apply_verdict(traj, verdict)
     assert relabelled.outcome.label == "failure" and relabelled.outcome.signal == "report.json:resolved"
 
 

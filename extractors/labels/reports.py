@@ -4,7 +4,8 @@ Reads the shapes found in the wild: the harness run summary and the sb-cli repor
 (`resolved_ids` / `unresolved_ids` / `empty_patch_ids` / `error_ids`), per-instance
 `report.json` (`{id: {resolved...}}` or the flat inner object under `logs/<id>/`), and
 `results_summary.json` (`instances: [{instance_id, resolved}]`). Resolved means the harness
-said so; `exit_status == submitted` is never a verdict.
+said so; `exit_status == submitted` is never a verdict. Which run a report judges is
+`labels.runs`' business: here each verdict only keeps the report it came from.
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ class RunVerdict(NamedTuple):
     """Which report and field decided it, e.g. `harness_summary:resolved_ids`."""
     specificity: int
     """Per-instance reports (2) win over run summaries (1)."""
+
+
+class ReportVerdict(NamedTuple):
+    """A verdict with the report it came from and, when the config says so, the run it belongs to."""
+
+    verdict: RunVerdict
+    origin: Origin
+    run: str | None = None
 
 
 _ID_LISTS = (
@@ -102,56 +111,39 @@ def _instance_verdict(iid: str, inner: dict[str, Any]) -> Iterator[RunVerdict]:
     yield RunVerdict(iid, flag, reason, "report.json:resolved", 2)
 
 
-class Verdicts(NamedTuple):
-    """All verdicts found, by instance id, plus what could not be used."""
+class Reports(NamedTuple):
+    """Every verdict found, each with its report (and the run the config ties it to), plus what could not be used.
 
-    by_instance: dict[str, RunVerdict]
+    Verdicts are not merged here: which run a report judges is decided with the trajectories in
+    hand (`labels.runs.tie_reports`).
+    """
+
+    found: list[ReportVerdict]
     problems: list[Problem]
 
 
-def merge_verdicts(found: Iterable[tuple[RunVerdict, Origin]]) -> Verdicts:
-    """Merge verdicts; a more specific report wins, a same-level contradiction is reported."""
-    by_instance: dict[str, RunVerdict] = {}
+def load_reports(paths: Iterable[str | tuple[str, str | None]]) -> Reports:
+    """Read report files (directories searched recursively); a `(path, run)` pair ties them to one run."""
+    found: list[ReportVerdict] = []
     problems: list[Problem] = []
-    for verdict, origin in found:
-        old = by_instance.get(verdict.instance_id)
-        if old is None or verdict.specificity > old.specificity:
-            by_instance[verdict.instance_id] = verdict
-        elif verdict.specificity == old.specificity and verdict.resolved != old.resolved:
-            problems.append(
-                Problem(
-                    where=str(origin),
-                    stage="label",
-                    reason="conflicting_verdicts",
-                    severity="warning",
-                    detail=f"{verdict.instance_id}: {verdict.signal}={verdict.resolved} "
-                    f"contradicts {old.signal}={old.resolved}; kept the first",
-                )
-            )
-    return Verdicts(by_instance, problems)
-
-
-def load_reports(paths: Iterable[str]) -> Verdicts:
-    """Read report files (directories searched recursively) into merged verdicts."""
-    found: list[tuple[RunVerdict, Origin]] = []
-    problems: list[Problem] = []
-    for file in find_inputs(paths):
-        for rec in iter_records(file):
-            if isinstance(rec, Problem):
-                problems.append(rec.model_copy(update={"stage": "report", "severity": "warning"}))
-                continue
-            assert isinstance(rec, Record)
-            verdicts = list(parse_report(rec.data, rec.origin))
-            if not verdicts:
-                problems.append(
-                    Problem(
-                        where=str(rec.origin),
-                        stage="report",
-                        reason="not_a_report",
-                        severity="warning",
-                        detail="no resolved_ids, instances or per-instance resolved flags found",
+    for entry in paths:
+        path, run = (entry, None) if isinstance(entry, str) else entry
+        for file in find_inputs([path]):
+            for rec in iter_records(file):
+                if isinstance(rec, Problem):
+                    problems.append(rec.model_copy(update={"stage": "report", "severity": "warning"}))
+                    continue
+                assert isinstance(rec, Record)
+                verdicts = list(parse_report(rec.data, rec.origin))
+                if not verdicts:
+                    problems.append(
+                        Problem(
+                            where=str(rec.origin),
+                            stage="report",
+                            reason="not_a_report",
+                            severity="warning",
+                            detail="no resolved_ids, instances or per-instance resolved flags found",
+                        )
                     )
-                )
-            found.extend((v, rec.origin) for v in verdicts)
-    merged = merge_verdicts(found)
-    return Verdicts(merged.by_instance, problems + merged.problems)
+                found.extend(ReportVerdict(v, rec.origin, run) for v in verdicts)
+    return Reports(found, problems)

@@ -1,7 +1,8 @@
 """Success labels: join a trajectory to its verdict.
 
 Order of evidence, strongest first:
-1. a harness report naming the instance (`report.json`, run summary, sb-cli, results summary);
+1. a harness report of this run naming the instance (`report.json`, run summary, sb-cli, results
+   summary), tied to its run by `labels.runs`;
 2. a verdict column shipped with the row (`resolved`, `target`), already set by the reader;
 3. no submitted patch at all (SWE runs): a failure, `empty_patch`;
 4. otherwise `unknown` with reason `no_verdict`. `exit_status == submitted` decides nothing.
@@ -9,15 +10,16 @@ Order of evidence, strongest first:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from extractors.labels.reports import RunVerdict
 from schemas import Outcome, Trajectory
 
 
-def apply_verdict(traj: Trajectory, verdicts: Mapping[str, RunVerdict]) -> Trajectory:
-    """Return `traj` with its outcome decided by the strongest evidence available."""
-    verdict = verdicts.get(traj.source.instance_id) or verdicts.get(traj.source.native_id)
+def apply_verdict(traj: Trajectory, verdict: RunVerdict | None) -> Trajectory:
+    """Return `traj` with its outcome decided by the strongest evidence available.
+
+    `verdict` is the harness's word on this run (`labels.runs.TiedVerdicts.of`), None when no
+    report judged it.
+    """
     if verdict is not None:
         label = "success" if verdict.resolved else "failure"
         return traj.with_outcome(Outcome(label=label, signal=verdict.signal, reason=verdict.reason))

@@ -21,15 +21,11 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from extractors.shell.views import heredoc_file, may_write, parse_view
 from schemas import Step
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
-_CAT_N = re.compile(r"^\s*(\d+)\t(.*)$")
-_OPEN_LINE = re.compile(r"^(\d+):(.*)$")
-_OPEN_HEAD = re.compile(r"^\[File: (\S+) \(\d+ lines total\)\]")
-_EDITOR_VIEW = re.compile(r"^Here's the result of running `cat -n` on (\S+?):?$", re.M)
 _TEST_PATH = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
-_SHELL_WRITE = re.compile(r"sed\s+-i|>>?|\btee\b|\bpatch\b|git\s+(?:apply|checkout|restore)|\bmv\b|\bcp\b")
 #: One-token mutations of an added line: (pattern, replacement), tried in order.
 _MUTATIONS = (
     (r" == ", " != "),
@@ -150,79 +146,118 @@ def render_patch(files: Sequence[FilePatch]) -> str:
     return "\n".join(f.render() for f in files) + "\n"
 
 
-def _path_of(raw: str, tool: str) -> str | None:
-    parts = raw.split()
-    if tool == "str_replace_editor" and len(parts) >= 3:
-        return parts[2]
-    if parts and parts[0] in ("open", "create", "cat") and len(parts) >= 2:
-        return parts[-1] if parts[0] == "cat" else parts[1]
-    return None
-
-
 def same_file(seen: str, patch_path: str) -> bool:
-    """An observed path (`/testbed/pkg/a.py`, `pkg/a.py`) names the patch's file (`pkg/a.py`)."""
-    seen = seen.rstrip(":")
+    """An observed path (`/testbed/pkg/a.py`, `./pkg/a.py`, `pkg/a.py`) names the patch's file (`pkg/a.py`)."""
+    seen = seen.rstrip(":").removeprefix("./")
     return seen == patch_path or seen.endswith("/" + patch_path)
-
-
-def _listing(obs: str) -> tuple[str | None, dict[int, str]]:
-    """(path, numbered lines) of a `cat -n`/editor view or a 0.x `open` window."""
-    lines: dict[int, str] = {}
-    m = _EDITOR_VIEW.search(obs)
-    head = _OPEN_HEAD.match(obs)
-    if m and not obs.startswith("The file"):
-        for ln in obs[m.end() :].splitlines():
-            if (n := _CAT_N.match(ln)) is not None:
-                lines[int(n.group(1))] = n.group(2)
-        return m.group(1), lines
-    if head:
-        for ln in obs.splitlines()[1:]:
-            if (n := _OPEN_LINE.match(ln)) is not None:
-                lines[int(n.group(1))] = n.group(2)
-        return head.group(1), lines
-    return None, lines
 
 
 class FileReads(NamedTuple):
     """What a run read of its files before editing them, and when it first edited each."""
 
     views: dict[str, dict[int, str]]
-    """Observed path -> {line number: original text}."""
+    """Observed path -> {line number: original text} (lines two views disagree on are left out)."""
     first_edit: dict[str, int]
-    """Observed path -> index of the step that first changed it."""
+    """Observed path -> index of the step that first (may have) changed it."""
+
+
+def _mentions(text: str, path: str) -> bool:
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if name in ("__init__.py", "models.py", "utils.py", "base.py", "tests.py"):
+        name = "/".join(path.rstrip("/").split("/")[-2:])  # a common name alone says little
+    return bool(name) and name in text
+
+
+def _editor_write(step: Step) -> str | None:
+    """The path a `str_replace_editor` write (create, str_replace, insert, undo_edit) names."""
+    assert step.action is not None
+    args, raw = step.action.args, step.action.raw.strip()
+    command = args.get("command")
+    if step.action.tool == "str_replace_editor" and command != "view":
+        path = args.get("path")
+        if isinstance(path, str):
+            return path
+        parts = raw.split()
+        return parts[2] if len(parts) >= 3 and parts[1] != "view" else None
+    return None
 
 
 def file_reads(steps: Sequence[Step]) -> FileReads:
-    """Original lines of every file the run read before first editing it, and its first edits."""
+    """Original lines of every file the run read before first (maybe) changing it, and its first edits.
+
+    A view counts only if no earlier command may have written that file (`shell.views.may_write`:
+    editor writes, `sed -i`, redirections, Python that writes, a created script that writes...).
+    """
     views: dict[str, dict[int, str]] = {}
+    conflicts: dict[str, set[int]] = {}
     first_edit: dict[str, int] = {}
+    writes: list[tuple[int, str]] = []  # (step, text naming what it may have changed)
+    scripts: dict[str, str] = {}
     open_file: str | None = None
     for step in steps:
         if step.action is None:
             continue
-        first = step.action.raw.strip().split("\n", 1)[0]
-        tool, args = step.action.tool, step.action.args
-        path = args.get("path") if isinstance(args.get("path"), str) else _path_of(first, tool)
-        command = str(args.get("command") or (first.split()[1] if len(first.split()) > 1 else ""))
-        written: list[str] = []
-        if tool == "str_replace_editor" and command != "view" and path:
-            written.append(path)
-        elif first.startswith("edit ") and open_file:
-            written.append(open_file)
-        elif tool != "str_replace_editor" and _SHELL_WRITE.search(first):
-            written += [p for p in views if p.rsplit("/", 1)[-1] in first]
-        for p in written:
-            first_edit.setdefault(p, step.index)
-        obs = step.observation or ""
-        listed_path, lines = _listing(obs)
-        if listed_path and first.startswith(("open", "create")):
-            open_file = listed_path
-        if not listed_path and first.startswith("cat ") and path and len(first.split()) == 2:
-            listed_path, lines = path, dict(enumerate(obs.splitlines(), start=1))
-        edited = [e for e in first_edit if same_file(listed_path or "", e) or same_file(e, listed_path or "")]
-        if listed_path and lines and not edited:
-            views.setdefault(listed_path, {}).update(lines)
-    return FileReads(views, first_edit)
+        raw = step.action.raw.strip()
+        command = (
+            str(step.action.args.get("command") or raw) if step.action.tool != "str_replace_editor" else raw
+        )
+        made = heredoc_file(command)
+        if made is not None:
+            scripts[made[0].rsplit("/", 1)[-1]] = made[1]
+        edited = _editor_write(step)
+        if edited is not None:
+            writes.append((step.index, edited))
+        elif raw.startswith("edit ") and open_file:
+            writes.append((step.index, open_file))
+        elif step.action.tool != "str_replace_editor" and (text := may_write(command, scripts)):
+            writes.append((step.index, text))
+        view = parse_view(command if step.action.tool != "str_replace_editor" else raw, step.observation)
+        if view is None:
+            continue
+        if raw.startswith(("open", "create", "goto")):
+            open_file = view.path
+        if any(_mentions(text, view.path) for at, text in writes if at <= step.index):
+            continue
+        seen = views.setdefault(view.path, {})
+        bad = conflicts.setdefault(view.path, set())
+        for n, line in view.lines.items():
+            if n in seen and seen[n] != line:
+                bad.add(n)
+            seen.setdefault(n, line)
+    for path, seen in views.items():
+        for n in conflicts.get(path, ()):
+            seen.pop(n, None)
+    for path in views:
+        at = [i for i, text in writes if _mentions(text, path)]
+        if at:
+            first_edit[path] = min(at)
+    return FileReads({p: v for p, v in views.items() if v}, first_edit)
+
+
+def first_write(steps: Sequence[Step], path: str) -> int | None:
+    """The first step that may have changed `path` (a patch path), or None."""
+    scripts: dict[str, str] = {}
+    for step in steps:
+        if step.action is None:
+            continue
+        raw = step.action.raw.strip()
+        command = (
+            str(step.action.args.get("command") or raw) if step.action.tool != "str_replace_editor" else raw
+        )
+        made = heredoc_file(command)
+        if made is not None:
+            scripts[made[0].rsplit("/", 1)[-1]] = made[1]
+            if same_file(made[0], path):
+                return step.index
+            continue
+        edited = _editor_write(step)
+        if edited is not None:
+            if same_file(edited, path):
+                return step.index
+            continue
+        if raw.startswith("edit ") or ((text := may_write(command, scripts)) and _mentions(text, path)):
+            return step.index
+    return None
 
 
 def lines_of(views: dict[str, dict[int, str]], patch_path: str) -> dict[int, str]:
@@ -254,7 +289,7 @@ def shifted_windows(lines: dict[int, str], start: int, length: int) -> Iterator[
 
 
 class Script(NamedTuple):
-    """A file the agent wrote and ran."""
+    """A file the agent wrote and ran: the version it ran, when it wrote it and when it first ran it."""
 
     path: str
     text: str
@@ -262,37 +297,48 @@ class Script(NamedTuple):
     first_run: int
 
 
+def _written_file(step: Step, pending: str | None) -> tuple[str, str] | None:
+    """(path, text) of a file this step wrote whole: editor `create`, a heredoc, or 0.x `edit 1:N`."""
+    assert step.action is not None
+    args, raw = step.action.args, step.action.raw.strip()
+    if (
+        step.action.tool == "str_replace_editor"
+        and args.get("command") == "create"
+        and isinstance(args.get("file_text"), str)
+        and isinstance(args.get("path"), str)
+    ):
+        return args["path"], args["file_text"]
+    if pending and re.match(r"^edit 1:\d+\n", raw):
+        return pending, raw.split("\n", 1)[1].rsplit("end_of_edit", 1)[0].rstrip("\n") + "\n"
+    return heredoc_file(str(args.get("command") or raw))
+
+
 def created_scripts(steps: Sequence[Step]) -> list[Script]:
-    """Files created by the agent (editor `create --file_text`, or 0.x `create` + `edit 1:N`) and run later."""
-    made: dict[str, tuple[str, int]] = {}
+    """Every version of a file the agent wrote whole and then ran with `python` before rewriting it.
+
+    Writes are editor `create --file_text`, a `cat <<'EOF' > f` heredoc (mini-swe-agent), or a 0.x
+    `create f` followed by `edit 1:N`; each version that ran is one Script, in order of writing.
+    """
+    versions: list[tuple[str, str, int]] = []
     pending: str | None = None
     for step in steps:
         if step.action is None:
             continue
-        args, raw = step.action.args, step.action.raw.strip()
-        if (
-            step.action.tool == "str_replace_editor"
-            and args.get("command") == "create"
-            and isinstance(args.get("file_text"), str)
-            and isinstance(args.get("path"), str)
-        ):
-            made.setdefault(args["path"], (args["file_text"], step.index))
-        elif raw.startswith("create ") and len(raw.split()) == 2:
-            pending = raw.split()[1]
-        elif pending and re.match(r"^edit 1:\d+\n", raw):
-            made.setdefault(
-                pending, (raw.split("\n", 1)[1].rsplit("end_of_edit", 1)[0].rstrip("\n"), step.index)
-            )
-            pending = None
+        raw = step.action.raw.strip()
+        written = _written_file(step, pending)
+        pending = raw.split()[1] if raw.startswith("create ") and len(raw.split()) == 2 else None
+        if written is not None and written[1].strip():
+            versions.append((written[0], written[1], step.index))
     out = []
-    for path, (text, at) in made.items():
+    for k, (path, text, at) in enumerate(versions):
         name = path.rsplit("/", 1)[-1]
+        until = next((b for p, _, b in versions[k + 1 :] if p == path), len(steps))
         runs = [
             s.index
-            for s in steps[at + 1 :]
-            if s.action and re.search(rf"\bpython3?\s+\S*{re.escape(name)}\b", s.action.raw)
+            for s in steps[at + 1 : until]
+            if s.action and re.search(rf"\bpython3?\s+(?:-\w+\s+)*\S*{re.escape(name)}\b", s.action.raw)
         ]
-        if runs and text.strip():
+        if runs:
             out.append(Script(path, text, at, runs[0]))
     return out
 

@@ -41,7 +41,8 @@ def run_key(traj: Trajectory) -> RunKey:
     parent = file.parent
     iid = traj.source.instance_id
     root = parent.parent if iid and parent.name == iid else parent
-    return RunKey(str(root), traj.source.model.strip().strip("@").lower())  # one real run writes "@google/..."
+    # case and a leading "@" say nothing about the run (one real run writes "@google/...")
+    return RunKey(str(root), traj.source.model.strip().strip("@").lower())
 
 
 def _depth(a: PurePath, b: PurePath) -> int:

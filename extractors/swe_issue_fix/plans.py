@@ -1,0 +1,273 @@
+"""Plans of SWE steps ("I need to ..."), and wrong next plans made by rules from a run's own context.
+
+`condense_plan` turns a step's thought into one grammatical clause: the first sentence stating an
+intent, its modal verbs dropped ("I'll need to verify" -> "I need to verify", never "I need to
+need to"), sentences split only outside backticks and double quotes (a ':' inside a quoted string
+does not end it), never cut inside a quote; thoughts without a usable intent fall back to the
+action ("I need to run `grep -n ...`").
+
+`rule_plans` makes wrong next steps for a gold plan in the gold's own wording, each tagged with
+its rule (`rule:<kind>`):
+- `wrong_target`: the gold's file, function or command target swapped for another one the
+  context names (the issue, earlier plans and observations; the most recent first);
+- `redundant`: the target swapped for one the run already viewed with its output shown;
+- `wrong_order`: the gold's target with the verb of another phase (editing what was not read
+  yet, verifying a fix not made yet);
+- `premature`: submitting before any patched file was changed.
+A candidate equal to any plan of this run, or naming the gold's own target, is never made.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from schemas import Step
+
+_INTENT = re.compile(
+    r"\b(?:let me|let's|let us|i'll|i will|i need to|i should|we need to|we should|i'm going to|"
+    r"i am going to|we'll|we will|i want to|we have to|i have to|i must|we must|now,? i)\s+(.*)",
+    re.I | re.S,
+)
+#: Modal and filler words an intent clause may still start with ("need to", "will", "also, ").
+_LEAD = re.compile(
+    r"^(?:(?:also|first|now|then|next|just|quickly|finally|still|actually|probably|again|really|instead)"
+    r"\s*,?\s+|(?:need|have|want|got|going|am going|'m going|try|ought) to\s+|"
+    r"(?:will|shall|should|must|can|could|would|might|may|'ll|do)\s+|go ahead and\s+)+",
+    re.I,
+)
+#: Clause starts that are no action (beliefs, findings, states): "I think the bug is ...".
+_NOT_ACTION = re.compile(
+    r"^(?:think|believe|suspect|guess|know|understand|am|was|were|have|had|has|is|are|be|been|"
+    r"notice|noticed|found|realize|realise|realized|realised|wonder|hope|feel|agree|confirmed|did|"
+    r"see that|see the (?:problem|issue|bug)|see it|see now|need the|need a|need an|not|no)\b",
+    re.I,
+)
+_VAGUE = re.compile(r"^I need to (?:try|do|run|check) (?:that|this|it)(?: again| once more)?$", re.I)
+_MARKUP = re.compile(r"^#+\s.*$|`{3}.*?`{3}", re.M | re.S)
+MAX_CLAUSE = 200
+
+
+def sentences(text: str) -> Iterator[str]:
+    """Sentences of `text`: split after `.!?:` + space and at newlines, never inside `...` or "..."."""
+    start, tick, quote = 0, False, False
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "`":
+            tick = not tick
+        elif c == '"' and not tick:
+            quote = not quote
+        elif c == "\n" or (
+            c in ".!?:" and not tick and not quote and i + 1 < len(text) and text[i + 1] in " \t\n"
+        ):
+            yield text[start : i + 1]
+            start = i + 1
+            tick = quote = False  # a newline ends any quote; elsewhere none was open
+        i += 1
+    if start < len(text):
+        yield text[start:]
+
+
+def balanced(text: str) -> bool:
+    """Backticks and double quotes come in pairs (a clause cut inside a quote is not)."""
+    return text.count("`") % 2 == 0 and text.replace("`", "").count('"') % 2 == 0
+
+
+def _cut(clause: str) -> str | None:
+    """The clause within `MAX_CLAUSE` chars, cut at a comma or " and " outside quotes; None if impossible."""
+    if len(clause) <= MAX_CLAUSE:
+        return clause
+    for m in sorted(re.finditer(r",| and ", clause[:MAX_CLAUSE]), key=lambda m: -m.start()):
+        head = clause[: m.start()].rstrip(" ,")
+        if len(head) > 40 and balanced(head):
+            return head
+    return None
+
+
+def _clean_clause(clause: str) -> str | None:
+    clause = re.sub(r"\s+", " ", clause.strip()).rstrip(".:!;,")
+    clause = _LEAD.sub("", clause)
+    if not clause or _NOT_ACTION.match(clause) or not balanced(clause):
+        return None
+    return _cut(clause)
+
+
+def plan_from_action(step: Step) -> str:
+    """The plan of a step with no stated intent, from its action."""
+    if step.action is None:
+        return ""
+    a = step.action
+    raw = a.raw.strip().splitlines()[0] if a.raw.strip() else a.tool
+    if a.tool == "str_replace_editor" or raw.startswith("str_replace_editor"):
+        parts = raw.split()
+        verb = {
+            "view": "view",
+            "create": "create",
+            "str_replace": "edit",
+            "insert": "edit",
+            "undo_edit": "revert the edit to",
+        }
+        if len(parts) >= 3:
+            return f"I need to {verb.get(parts[1], parts[1])} {parts[2]}"
+    if a.tool in {"submit", "finish"} or raw == "submit":
+        return "I need to submit the changes"
+    if a.tool in {"open", "create"} and len(raw.split()) > 1:
+        return f"I need to {a.tool} {raw.split()[1]}"
+    if a.tool == "edit":
+        return "I need to edit the open file"
+    if "`" in raw:
+        return "I need to run a shell command"
+    short = raw if len(raw) <= 80 else raw[:77] + "..."
+    return f"I need to run `{short}`"
+
+
+def condense_plan(step: Step) -> str:
+    """Turn a step's thought into an "I need to ..." plan (from the action when no intent is stated)."""
+    thought = _MARKUP.sub(" ", step.thought or "")
+    for sentence in sentences(thought):
+        m = _INTENT.search(sentence)
+        if m:
+            clause = _clean_clause(m.group(1))
+            if clause and len(clause.split()) >= 2:
+                return "I need to " + clause[0].lower() + clause[1:]
+    return plan_from_action(step)
+
+
+def is_vague(plan: str) -> bool:
+    """A plan that says nothing checkable ("I need to try that again")."""
+    return bool(_VAGUE.match(plan))
+
+
+# --- rule-made wrong plans -------------------------------------------------------------------
+
+_TICKED = re.compile(r"`([^`\n]{2,80})`")
+_PATH = re.compile(
+    r"(?<![\w/.`-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}|[\w-]+\.(?:py|rst|cfg|toml|ini|txt|c|h|js))\b"
+)
+_DEF = re.compile(r"^\s*(?:\d+[\t:]\s*)?(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.M)
+_EXPLORE = re.compile(
+    r"^(?:look(?: closer| more closely)?(?: at| into| for)?|view|read|inspect|examine|see|find|search(?: for)?|"
+    r"check|open|locate|print|grep(?: for)?|investigate|study|review|understand|explore)\b",
+    re.I,
+)
+_EDIT = re.compile(
+    r"^(?:modify|edit|fix|update|change|patch|apply|add|remove|replace|rewrite|implement|insert)\b", re.I
+)
+_VERIFY = re.compile(
+    r"^(?:verify|test|confirm|validate|re-?run|rerun|run the tests?|run the reproduction)\b", re.I
+)
+#: Verb phrases that replace another phase's verb (`wrong_order`), by the gold's phase.
+_OTHER_PHASE = {
+    "explore": ("modify", "fix the bug in", "update"),
+    "edit": ("verify the fix in", "run the tests for", "confirm the behaviour of"),
+    "verify": ("modify", "rewrite", "remove"),
+}
+_PREMATURE = (
+    "submit the changes",
+    "submit the fix",
+    "finalize and submit the patch",
+    "submit the current changes as the final patch",
+)
+
+
+class RulePlan(NamedTuple):
+    """A wrong plan and the rule that made it (`wrong_target`, `redundant`, `wrong_order`, `premature`)."""
+
+    text: str
+    kind: str
+
+
+def _kind(entity: str) -> str:
+    """`command` (has spaces), `path` (ends in a file extension) or `name` (function, class, module)."""
+    if " " in entity.strip():
+        return "command"
+    if re.search(r"\.(?:py|rst|cfg|toml|ini|txt|c|h|js|json|yaml|yml)$", entity):
+        return "path"
+    return "name"
+
+
+def entities(text: str) -> list[str]:
+    """Backticked spans and bare file paths of `text`, in order of appearance."""
+    found = [m.group(1) for m in _TICKED.finditer(text)]
+    found += [m.group(1) for m in _PATH.finditer(_TICKED.sub(" ", text))]
+    found += [m.group(1) for m in _DEF.finditer(text)]
+    return list(dict.fromkeys(e.strip() for e in found if e.strip()))
+
+
+def _same_thing(a: str, b: str) -> bool:
+    a, b = a.strip("`/ ").lower(), b.strip("`/ ").lower()
+    if not a or not b:
+        return True
+    base_a, base_b = a.rsplit("/", 1)[-1], b.rsplit("/", 1)[-1]
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a) or base_a == base_b or a in b or b in a
+
+
+def _phase(clause: str) -> str | None:
+    for name, pattern in (("verify", _VERIFY), ("explore", _EXPLORE), ("edit", _EDIT)):
+        if pattern.match(clause):
+            return name
+    return None
+
+
+def _swap(gold: str, old: str, new: str) -> str:
+    """`gold` with its first mention of `old` replaced by `new` (backticks kept as they were)."""
+    return gold.replace(old, new, 1)
+
+
+def rule_plans(
+    gold: str,
+    context: Sequence[str],
+    viewed: Sequence[str],
+    run_plans: Sequence[str],
+    edited_yet: bool,
+) -> list[RulePlan]:
+    """Wrong next plans for `gold` from the run's own context (see the module docstring).
+
+    `context`: texts before the gold step, oldest first (issue, plans, observations); `viewed`:
+    targets the run already displayed; `run_plans`: every plan of this run (never reproduced);
+    `edited_yet`: a patched file was already changed before this step.
+    """
+    if not gold.startswith("I need to "):
+        return []
+    clause = gold.removeprefix("I need to ")
+    own = entities(gold)
+    targets = [e for e in own if e in gold]
+    taken = {p.strip().lower() for p in run_plans} | {gold.strip().lower()}
+    out: list[RulePlan] = []
+
+    def add(text: str, kind: str) -> None:
+        key = text.strip().lower()
+        if key not in taken and balanced(text) and len(text.split()) >= 4:
+            taken.add(key)
+            out.append(RulePlan(text, kind))
+
+    recent: list[str] = []
+    for text in reversed(context):  # most recent mention first
+        for e in entities(text):
+            if e not in recent:
+                recent.append(e)
+    done = [v for v in reversed(viewed) if v]
+    for target in targets[:2]:
+        kind = _kind(target)
+        if kind == "command":
+            continue
+        pool = [e for e in recent if _kind(e) == kind and not any(_same_thing(e, t) for t in own)]
+        for e in [v for v in done if _kind(v) == kind and not any(_same_thing(v, t) for t in own)][:3]:
+            add(_swap(gold, target, e), "redundant")
+        for e in pool[:6]:
+            add(_swap(gold, target, e), "wrong_target")
+    phase = _phase(clause)
+    if phase in _OTHER_PHASE and not (phase == "explore" and edited_yet):
+        verb = (_EXPLORE if phase == "explore" else _EDIT if phase == "edit" else _VERIFY).match(clause)
+        assert verb is not None
+        rest = clause[verb.end() :].strip()
+        first = rest.split(" ", 1)[0].lower()
+        if rest.startswith("`") or first in {"the", "a", "an", "its", "this", "that"}:
+            for new in _OTHER_PHASE[phase]:
+                add(f"I need to {new} {rest}", "wrong_order")
+    if not edited_yet:
+        for text in _PREMATURE:
+            add(f"I need to {text}", "premature")
+    return out

@@ -25,71 +25,18 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, unknown_task
-from extractors.swe_issue_fix.patch_tasks import PATCH_TASKS, failed_patches, patch_items
-from schemas import GoldStep, Problem, Step, Trajectory, content_id
+from extractors.swe_issue_fix.observed import Observed, observe_runs, plan_candidates, run_facts
+from extractors.swe_issue_fix.patch_tasks import PATCH_TASKS, patch_items
+from extractors.swe_issue_fix.plans import condense_plan, is_vague
+from schemas import Candidate, GoldStep, Problem, Step, Trajectory, content_id
 from schemas.text import truncate_middle
 
-_INTENT = re.compile(
-    r"\b(?:let me|let's|let us|i'll|i will|i need to|i should|we need to|we should|i'm going to|"
-    r"i am going to|we'll|we will|i want to|we have to|i have to|i must|we must|now,? i)\s+(.*)",
-    re.I | re.S,
-)
-_SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n+")
-_VAGUE = re.compile(r"^I need to (?:try|do|run|check) (?:that|this|it)(?: again| once more)?$", re.I)
-_MARKUP = re.compile(r"^#+\s.*$|`{3}.*?`{3}", re.M | re.S)
-
-
-def _clean_clause(clause: str) -> str:
-    clause = clause.strip().rstrip(".:!;,")
-    clause = re.sub(r"\s+", " ", clause)
-    if len(clause) > 200:
-        cut = max(clause.rfind(",", 0, 200), clause.rfind(" and ", 0, 200))
-        clause = clause[: cut if cut > 40 else 200].rstrip(" ,")
-    return clause
-
-
-def _plan_from_action(step: Step) -> str:
-    if step.action is None:
-        return ""
-    a = step.action
-    raw = a.raw.strip().splitlines()[0] if a.raw.strip() else a.tool
-    if a.tool == "str_replace_editor" or raw.startswith("str_replace_editor"):
-        parts = raw.split()
-        verb = {
-            "view": "view",
-            "create": "create",
-            "str_replace": "edit",
-            "insert": "edit",
-            "undo_edit": "revert the edit to",
-        }
-        if len(parts) >= 3:
-            return f"I need to {verb.get(parts[1], parts[1])} {parts[2]}"
-    if a.tool in {"submit", "finish"} or raw == "submit":
-        return "I need to submit the changes"
-    if a.tool in {"open", "create"} and len(raw.split()) > 1:
-        return f"I need to {a.tool} {raw.split()[1]}"
-    if a.tool == "edit":
-        return "I need to edit the open file"
-    short = raw if len(raw) <= 80 else raw[:77] + "..."
-    return f"I need to run `{short}`"
-
-
-def condense_plan(step: Step) -> str:
-    """Turn a step's thought into an "I need to ..." plan (from the action when no intent is stated)."""
-    thought = _MARKUP.sub(" ", step.thought or "")
-    for sentence in _SENTENCE.split(thought):
-        m = _INTENT.search(sentence)
-        if m:
-            clause = _clean_clause(m.group(1))
-            clause = re.sub(r"^(?:first|now|then|next|also)\s*,?\s+", "", clause, flags=re.I)
-            if len(clause.split()) >= 2:
-                return "I need to " + clause[0].lower() + clause[1:]
-    return _plan_from_action(step)
+#: Fewest wrong plans of its own instance or run a plan gold needs to become an item.
+MIN_OWN_CANDIDATES = 3
 
 
 def _call_id(step: Step) -> str | None:
@@ -174,27 +121,31 @@ class SweIssueFix:
     """Gold plans and commands from successful SWE issue-fixing runs."""
 
     def __init__(self) -> None:
-        self.failed_patches: dict[str, tuple[str, ...]] = {}
+        self.observed = Observed({}, {}, {})
 
     @staticmethod
-    def observe(runs: Iterable[Trajectory]) -> dict[str, tuple[str, ...]]:
-        """The patches of every failed run, by instance id (`fix_patch` distractors)."""
-        return failed_patches(runs)
+    def observe(runs: Iterable[Trajectory]) -> Observed:
+        """What failed runs did, by instance id: patches, plans, reproduction scripts (distractors)."""
+        return observe_runs(runs)
 
-    def use(self, failed: dict[str, tuple[str, ...]]) -> None:
-        """Take the build-wide failed patches `observe` returned."""
-        self.failed_patches = failed
+    def use(self, observed: Observed) -> None:
+        """Take the build-wide observations `observe` returned."""
+        self.observed = observed
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
         if (problem := unknown_task(self, traj, task)) is not None:
             yield problem
             return
         if task in PATCH_TASKS:
-            failed = self.failed_patches.get(traj.source.instance_id, ())
-            yield from patch_items(traj, task, options, self.name, self.version, failed)
+            yield from patch_items(traj, task, options, self.name, self.version, self.observed)
             return
         plans = [condense_plan(s) for s in traj.steps]
         eligible = [s.index for s in traj.steps if self._eligible(s, plans[s.index], task)]
+        made: dict[int, tuple[Candidate, ...]] = {}
+        if task == "plan":  # a plan gold needs wrong plans of its own instance or run (not only other runs')
+            facts = run_facts(traj)
+            made = {i: plan_candidates(traj, i, plans, self.observed, facts) for i in eligible}
+            eligible = [i for i in eligible if len(made[i]) >= MIN_OWN_CANDIDATES]
         if not eligible:
             yield Problem(
                 where=f"{traj.source.file}" + (f":{traj.source.line}" if traj.source.line else ""),
@@ -216,6 +167,7 @@ class SweIssueFix:
                 ]
                 trajs = _fit(head, turns, [], options.max_context_tokens)
                 gold, fields = plans[i], {}
+                candidates = made[i]
             else:
                 turns = [
                     [_assistant_full(traj.steps[j])] + self._obs_list(traj.steps[j], options)
@@ -226,6 +178,7 @@ class SweIssueFix:
                 )
                 gold = step.action.raw.strip() if step.action else ""
                 fields = {"tool_set": self._tool_set(traj)}
+                candidates = ()
             where = location(traj)
             if trajs is None:
                 yield Problem(
@@ -237,7 +190,15 @@ class SweIssueFix:
                 )
                 continue
             yield gold_step(
-                self.name, self.version, traj, task, i, gold, {"trajs": trajs, **fields}, options.seed
+                self.name,
+                self.version,
+                traj,
+                task,
+                i,
+                gold,
+                {"trajs": trajs, **fields},
+                options.seed,
+                candidates=candidates,
             )
 
     @staticmethod
@@ -250,7 +211,7 @@ class SweIssueFix:
         if step.action is None or not step.action.raw.strip():
             return False
         if task == "plan":
-            return len(plan.split()) >= 5 and not _VAGUE.match(plan)  # "I need to" + at least two words
+            return len(plan.split()) >= 5 and not is_vague(plan)  # "I need to" + at least two words
         raw = step.action.raw.strip()
         return bool(step.thought.strip()) and "\n" not in raw and ";" not in raw
 

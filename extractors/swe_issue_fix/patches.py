@@ -3,22 +3,20 @@
 - `parse_patch` splits a git/unified diff into files and hunks (header counts recomputed on render,
   so an edited hunk stays a valid diff).
 - `file_reads` rebuilds, from a run's observations, the lines of each file as it was before the
-  agent's first edit of it (and when that edit came): `str_replace_editor view` and `cat -n`
-  listings (`     7\\tcode`), SWE-agent 0.x `open`/`goto` windows (`7:code`) and a bare
-  `cat <file>` (lines from 1). Reads after the first edit of a file (a `str_replace_editor`
-  write, a 0.x `edit` of the open file, `sed -i`, a shell redirection or `git apply` naming it)
-  are ignored, so every line is original.
-- `created_scripts` finds files the agent created (`str_replace_editor create --file_text`, or a
-  0.x `create` followed by `edit 1:N`) and later ran with `python`.
-- `mutate_patch` makes wrong variants of a patch: one hunk dropped, one added line dropped, one
-  operator or literal of an added line changed (a mutation-testing edit).
+  agent's first change of it (and when that change came), from every view command
+  `shell.views.parse_view` knows (editor views, `nl -ba | sed -n`, `cat -n`, `sed -n`, `head`,
+  `tail -n +k`, `grep -n`, 0.x `open` windows). Reads after a command that may have written the
+  file (an editor write, a 0.x `edit` of the open file, `sed -i`, a redirection, `git apply`,
+  Python that writes, `shell.views.may_write`) are ignored, so every line is original.
+- `first_write` finds the first step that may have changed a given file.
+- `created_scripts` finds every version of a file the agent wrote whole (editor `create
+  --file_text`, a `cat <<EOF > f` heredoc, or a 0.x `create` + `edit 1:N`) and then ran with `python`.
 """
 
 from __future__ import annotations
 
-import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from extractors.shell.views import heredoc_file, may_write, parse_view
@@ -26,26 +24,6 @@ from schemas import Step
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
 _TEST_PATH = re.compile(r"(?:^|/)(?:tests?/|test_[^/]*\.py$|[^/]*_test\.py$|conftest\.py$)")
-#: One-token mutations of an added line: (pattern, replacement), tried in order.
-_MUTATIONS = (
-    (r" == ", " != "),
-    (r" != ", " == "),
-    (r" <= ", " < "),
-    (r" >= ", " > "),
-    (r" < ", " <= "),
-    (r" > ", " >= "),
-    (r"\band\b", "or"),
-    (r"\bor\b", "and"),
-    (r"\bTrue\b", "False"),
-    (r"\bFalse\b", "True"),
-    (r"\bis not\b", "is"),
-    (r"\bnot in\b", "in"),
-    (r" \+ 1\b", " - 1"),
-    (r" - 1\b", " + 1"),
-    (r"\[:(\w+)\]", r"[:\1 - 1]"),
-    (r"\.strip\(\)", ".rstrip()"),
-    (r"\.lower\(\)", ".upper()"),
-)
 
 
 class Hunk(NamedTuple):
@@ -275,19 +253,6 @@ def window(lines: dict[int, str], start: int, length: int) -> list[str] | None:
     return None if start < 1 or any(x is None for x in out) else out  # type: ignore[return-value]
 
 
-def shifted_windows(lines: dict[int, str], start: int, length: int) -> Iterator[tuple[int, list[str]]]:
-    """Windows of the same length moved by -75..+75% of it (APTBench locate), nearest shifts first."""
-    shifts: list[int] = []
-    for frac in (0.25, -0.25, 0.5, -0.5, 0.75, -0.75):
-        d = round(frac * length) or (1 if frac > 0 else -1)
-        if d not in shifts:
-            shifts.append(d)
-    for d in shifts:
-        text = window(lines, start + d, length)
-        if text is not None:
-            yield d, text
-
-
 class Script(NamedTuple):
     """A file the agent wrote and ran: the version it ran, when it wrote it and when it first ran it."""
 
@@ -341,39 +306,3 @@ def created_scripts(steps: Sequence[Step]) -> list[Script]:
         if runs:
             out.append(Script(path, text, at, runs[0]))
     return out
-
-
-def mutate_patch(files: Sequence[FilePatch], rng: random.Random) -> Iterator[tuple[str, str]]:
-    """(kind, patch text) wrong variants: a hunk dropped, an added line dropped, an added line mutated."""
-    hunks = [(i, j) for i, f in enumerate(files) for j in range(len(f.hunks))]
-    if len(hunks) > 1:
-        for i, j in hunks:
-            kept = [
-                f._replace(hunks=tuple(h for k, h in enumerate(f.hunks) if (n, k) != (i, j)))
-                for n, f in enumerate(files)
-            ]
-            yield "drop_hunk", render_patch([f for f in kept if f.hunks])
-    for i, f in enumerate(files):
-        for j, h in enumerate(f.hunks):
-            added = [k for k, ln in enumerate(h.lines) if ln.startswith("+") and ln[1:].strip()]
-            if len(added) > 1:
-                k = added[rng.randrange(len(added))]
-                yield (
-                    "drop_added_line",
-                    _replace_hunk(files, i, j, h._replace(lines=h.lines[:k] + h.lines[k + 1 :])),
-                )
-            for k in added:
-                for pattern, repl in _MUTATIONS:
-                    mutated = re.sub(pattern, repl, h.lines[k], count=1)
-                    if mutated != h.lines[k]:
-                        lines = (*h.lines[:k], mutated, *h.lines[k + 1 :])
-                        yield "mutate_line", _replace_hunk(files, i, j, h._replace(lines=lines))
-                        break
-
-
-def _replace_hunk(files: Sequence[FilePatch], i: int, j: int, hunk: Hunk) -> str:
-    out = [
-        f._replace(hunks=tuple(hunk if (n, k) == (i, j) else h for k, h in enumerate(f.hunks)))
-        for n, f in enumerate(files)
-    ]
-    return render_patch(out)

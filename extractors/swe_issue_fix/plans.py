@@ -19,6 +19,7 @@ A candidate equal to any plan of this run, or naming the gold's own target, is n
 
 from __future__ import annotations
 
+import keyword
 import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
@@ -86,12 +87,20 @@ def _cut(clause: str) -> str | None:
     return None
 
 
+_DANGLING = re.compile(
+    r"\b(?:to|with|for|and|or|the|a|an|that|as|in|of|by|on|at|from|into|like|so|but|is|are|be|if|than)$", re.I
+)
+
+
 def _clean_clause(clause: str) -> str | None:
     clause = re.sub(r"\s+", " ", clause.strip()).rstrip(".:!;,")
     clause = _LEAD.sub("", clause)
     if not clause or _NOT_ACTION.match(clause) or not balanced(clause):
         return None
-    return _cut(clause)
+    clause = _cut(clause)
+    if clause is None or _DANGLING.search(clause):  # "change it to" (its object was cut off at a ':')
+        return None
+    return clause
 
 
 def plan_from_action(step: Step) -> str:
@@ -162,7 +171,6 @@ _VERIFY = re.compile(
 _OTHER_PHASE = {
     "explore": ("modify", "fix the bug in", "update"),
     "edit": ("verify the fix in", "run the tests for", "confirm the behaviour of"),
-    "verify": ("modify", "rewrite", "remove"),
 }
 _PREMATURE = (
     "submit the changes",
@@ -188,12 +196,48 @@ def _kind(entity: str) -> str:
     return "name"
 
 
+_NAME_OK = re.compile(r"^[A-Za-z_][\w.]*[\w)](?:\(\))?$")
+_NOT_NAMES = frozenset(keyword.kwlist) | {
+    "self",
+    "cls",
+    "args",
+    "kwargs",
+    "sed",
+    "grep",
+    "cat",
+    "python",
+    "python3",
+    "git",
+}
+_PATH_OK = re.compile(r"^[\w./-]+$")
+_SCRIPT = re.compile(
+    r"(?:^|/)(?:test|tests|repro|reproduce|check|verify|debug|demo|example)[^/]*\.py$|(?:^|/)tests?/", re.I
+)
+
+
 def entities(text: str) -> list[str]:
-    """Backticked spans and bare file paths of `text`, in order of appearance."""
+    """Backticked spans, bare file paths and defined names of `text`, in order of appearance."""
     found = [m.group(1) for m in _TICKED.finditer(text)]
     found += [m.group(1) for m in _PATH.finditer(_TICKED.sub(" ", text))]
     found += [m.group(1) for m in _DEF.finditer(text)]
-    return list(dict.fromkeys(e.strip() for e in found if e.strip()))
+    out = []
+    for e in dict.fromkeys(e.strip() for e in found if e.strip()):
+        kind = _kind(e)
+        name_ok = kind == "name" and _NAME_OK.match(e) and len(e) >= 3 and e not in _NOT_NAMES
+        if name_ok or (kind == "path" and _PATH_OK.match(e)) or kind == "command":
+            out.append(e)
+    return out
+
+
+def _shape(name: str) -> str:
+    """Rough shape of an identifier: call, dotted, CamelCase, snake_case or lower."""
+    if name.endswith("()"):
+        return "call"
+    if "." in name:
+        return "dotted"
+    if name[:1].isupper():
+        return "camel"
+    return "snake" if "_" in name else "lower"
 
 
 def _same_thing(a: str, b: str) -> bool:
@@ -249,25 +293,40 @@ def rule_plans(
             if e not in recent:
                 recent.append(e)
     done = [v for v in reversed(viewed) if v]
+    runs = clause.lower().startswith(("run ", "execute ", "rerun ", "re-run "))
     for target in targets[:2]:
         kind = _kind(target)
-        if kind == "command":
-            continue
-        pool = [e for e in recent if _kind(e) == kind and not any(_same_thing(e, t) for t in own)]
-        for e in [v for v in done if _kind(v) == kind and not any(_same_thing(v, t) for t in own)][:3]:
-            add(_swap(gold, target, e), "redundant")
+        old = target
+        if kind == "command":  # swap the file a command names: `python3 test_a.py` -> `python3 test_b.py`
+            paths = [w for w in target.split() if _kind(w) == "path"]
+            if not paths:
+                continue
+            old, kind = paths[0], "path"
+
+        def fits(e: str, kind: str = kind, old: str = old) -> bool:
+            if _kind(e) != kind or any(_same_thing(e, t) for t in own) or _same_thing(e, old):
+                return False
+            return not (kind == "path" and runs and not _SCRIPT.search(e))
+
+        pool = [e for e in recent if fits(e)]
+        if kind == "name":
+            pool.sort(key=lambda e: _shape(e) != _shape(old))
+        for e in [v for v in done if fits(v)][:3]:
+            add(_swap(gold, old, e), "redundant")
         for e in pool[:6]:
-            add(_swap(gold, target, e), "wrong_target")
+            add(_swap(gold, old, e), "wrong_target")
     phase = _phase(clause)
     if phase in _OTHER_PHASE and not (phase == "explore" and edited_yet):
         verb = (_EXPLORE if phase == "explore" else _EDIT if phase == "edit" else _VERIFY).match(clause)
         assert verb is not None
         rest = clause[verb.end() :].strip()
         first = rest.split(" ", 1)[0].lower()
-        if rest.startswith("`") or first in {"the", "a", "an", "its", "this", "that"}:
+        simple = len(rest.split()) <= 6 and not re.search(
+            r"\b(?:to|and|if|whether|how|why|what|where)\b", rest
+        )
+        if simple and (rest.startswith("`") or first in {"the", "a", "an", "its", "this", "that"}):
             for new in _OTHER_PHASE[phase]:
                 add(f"I need to {new} {rest}", "wrong_order")
-    if not edited_yet:
-        for text in _PREMATURE:
-            add(f"I need to {text}", "premature")
+    if not edited_yet:  # one wording per gold, so no phrase recurs across a task's items
+        add(f"I need to {_PREMATURE[sum(map(ord, gold)) % len(_PREMATURE)]}", "premature")
     return out

@@ -1,0 +1,254 @@
+"""Plausible but wrong variants of a gold patch or reproduction script (SWE `fix_patch` / `test_patch`).
+
+Patch mutations, each a valid diff of the gold's own files in the gold's own hunk style
+(`rule:<kind>`):
+- `reverted_condition`: a condition of an added line negated (`==`/`!=`, `is`/`is not`, `in`/`not
+  in`, `and`/`or`, `if x` -> `if not x`, `True`/`False`);
+- `off_by_one`: an integer literal or a comparison of an added line moved by one (`< n` -> `<= n`,
+  `n` -> `n + 1`, slices);
+- `partial_fix`: one hunk of a multi-hunk fix dropped, or one added line of a hunk dropped;
+- `wrong_line`: an added line moved one line up or down in its hunk, past a context line;
+- `wrong_location`: the hunk's change applied at another place of the same file the run displayed
+  (where the removed lines also occur, or, for a pure insertion, after another line of the same
+  indentation in another function) - the right change in the wrong function;
+- `double`: two of the above at once, so the gold is not the one option all others are one edit away from.
+Script mutations (`test_patch`): the check that tells the bug reverted, the triggering input
+changed by one, or one statement of the reproduction dropped; and pairs of those.
+Every variant differs from the gold and from every other variant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from extractors.swe_issue_fix.patches import FilePatch, Hunk, render_patch
+
+_REVERT = (
+    (r" == ", " != "),
+    (r" != ", " == "),
+    (r"\bis not\b", "is"),
+    (r"\bis None\b", "is not None"),
+    (r"\bnot in\b", "in"),
+    (r"(?<!not) \bin\b (?=\w)", " not in "),
+    (r"\band\b", "or"),
+    (r"\bor\b", "and"),
+    (r"\bTrue\b", "False"),
+    (r"\bFalse\b", "True"),
+    (r"^(\s*(?:el)?if )not ", r"\1"),
+    (r"^(\s*(?:el)?if )(?!not )", r"\1not "),
+)
+_OFF_BY_ONE = (
+    (r" <= ", " < "),
+    (r" >= ", " > "),
+    (r" < ", " <= "),
+    (r" > ", " >= "),
+    (r" \+ 1\b", ""),
+    (r" - 1\b", ""),
+    (r"\[:(-?\w+)\]", r"[:\1 + 1]"),
+    (r"\[(-?\w+):\]", r"[\1 + 1:]"),
+    (r"(?<![\w.])([1-9]\d?)(?![\w.])", None),  # an integer literal n -> n + 1
+)
+
+
+def _one_edit(line: str, table: Sequence[tuple[str, str | None]]) -> Iterator[str]:
+    """Each single rewrite of `line` by one entry of `table` (the first match of that entry)."""
+    body, prefix = line[1:], line[:1]
+    if body.lstrip().startswith("#"):
+        return
+    for pattern, repl in table:
+        if repl is None:
+            m = re.search(pattern, body)
+            out = body[: m.start()] + str(int(m.group(1)) + 1) + body[m.end() :] if m else body
+        else:
+            out = re.sub(pattern, repl, body, count=1, flags=re.M)
+        if out != body:
+            yield prefix + out
+
+
+def _with_hunk(files: Sequence[FilePatch], i: int, j: int, hunk: Hunk | None) -> list[FilePatch]:
+    out = []
+    for n, f in enumerate(files):
+        hunks = [h for k, h in enumerate(f.hunks) if (n, k) != (i, j)] if hunk is None else []
+        if hunk is not None:
+            hunks = [hunk if (n, k) == (i, j) else h for k, h in enumerate(f.hunks)]
+        if hunks:
+            out.append(f._replace(hunks=tuple(hunks)))
+    return out
+
+
+def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatch]]]:
+    for i, f in enumerate(files):
+        for j, h in enumerate(f.hunks):
+            added = [k for k, ln in enumerate(h.lines) if ln.startswith("+") and ln[1:].strip()]
+            for kind, table in (("reverted_condition", _REVERT), ("off_by_one", _OFF_BY_ONE)):
+                for k in added:
+                    for mutated in _one_edit(h.lines[k], table):
+                        lines = (*h.lines[:k], mutated, *h.lines[k + 1 :])
+                        yield kind, _with_hunk(files, i, j, h._replace(lines=lines))
+            if len(added) > 1:
+                for k in added:
+                    yield (
+                        "partial_fix",
+                        _with_hunk(files, i, j, h._replace(lines=h.lines[:k] + h.lines[k + 1 :])),
+                    )
+            for k in added:
+                for d in (-1, 1):
+                    m = k + d
+                    if 0 <= m < len(h.lines) and h.lines[m][:1] == " " and h.lines[m].strip():
+                        lines = list(h.lines)
+                        lines[k], lines[m] = lines[m], lines[k]
+                        yield "wrong_line", _with_hunk(files, i, j, h._replace(lines=tuple(lines)))
+
+
+def _relocated(f: FilePatch, h: Hunk, seen: dict[int, str]) -> Iterator[Hunk]:
+    """The hunk's change applied elsewhere in the file's seen lines (see `wrong_location`)."""
+    removed = [ln[1:] for ln in h.lines if ln[:1] == "-"]
+    added = [ln for ln in h.lines if ln[:1] == "+"]
+    first = next((k for k, ln in enumerate(h.lines) if ln[:1] in "-+"), 0)
+    span = range(h.old_start - 3, h.old_start + len(h.pre_image) + 3)
+    anchor = h.lines[first - 1][1:] if first > 0 else ""
+    indent = len(anchor) - len(anchor.lstrip()) if anchor.strip() else None
+    for p in sorted(seen):
+        if p in span:
+            continue
+        if removed:
+            if [seen.get(p + k) for k in range(len(removed))] != removed:
+                continue
+            stop = p + len(removed)
+        else:
+            line = seen.get(p - 1, "")
+            if indent is None or not line.strip() or len(line) - len(line.lstrip()) != indent:
+                continue
+            if line.strip() != anchor.strip() and re.match(r"\s*(?:def|class|@|#)", line):
+                continue
+            stop = p
+        before = [seen.get(n) for n in range(p - 3, p)]
+        after = [seen.get(n) for n in range(stop, stop + 3)]
+        if any(x is None for x in before + after) or p - 3 < 1:
+            continue
+        lines = (
+            *(" " + x for x in before if x is not None),
+            *("-" + x for x in removed),
+            *added,
+            *(" " + x for x in after if x is not None),
+        )
+        yield Hunk(p - 3, p - 3, h.section if removed else "", lines)
+
+
+def patch_mutations(
+    files: Sequence[FilePatch], seen: dict[str, dict[int, str]], limit: int = 24
+) -> list[tuple[str, str]]:
+    """(kind, patch text) wrong variants of `files` (see the module docstring), at most `limit`, kinds interleaved."""
+    gold = render_patch(files)
+    by_kind: dict[str, list[list[FilePatch]]] = {}
+    hunks = [(i, j) for i, f in enumerate(files) for j in range(len(f.hunks))]
+    if len(hunks) > 1:
+        by_kind["partial_fix"] = [_with_hunk(files, i, j, None) for i, j in hunks]
+    for kind, variant in _line_edits(files):
+        by_kind.setdefault(kind, []).append(variant)
+    for i, f in enumerate(files):
+        for j, h in enumerate(f.hunks):
+            for moved in _relocated(f, h, seen.get(f.path, {})):
+                by_kind.setdefault("wrong_location", []).append(_with_hunk(files, i, j, moved))
+    singles = _interleave(by_kind)
+    doubles: list[tuple[str, list[FilePatch]]] = []
+    for _, base in [s for s in singles if s[0] in ("reverted_condition", "off_by_one", "wrong_line")][:6]:
+        for kind, variant in _line_edits(base):
+            if kind in ("reverted_condition", "off_by_one") and render_patch(variant) != render_patch(base):
+                doubles.append(("double", variant))
+                break
+    out: dict[str, str] = {}
+    for n, (kind, variant) in enumerate(singles):
+        pairs = [(kind, variant)] + ([doubles[n // 2]] if n % 2 and n // 2 < len(doubles) else [])
+        for k, v in pairs:
+            text = render_patch(v) if v else ""
+            if v and text != gold and text not in out:
+                out[text] = k
+        if len(out) >= limit:
+            break
+    return [(kind, text) for text, kind in out.items()]
+
+
+def _interleave(by_kind: dict[str, list[list[str]]] | dict[str, list[list[FilePatch]]]) -> list:
+    """One variant of each kind in turn (the first of each kind, then the second of each...)."""
+    depth = max((len(g) for g in by_kind.values()), default=0)
+    return [(kind, g[d]) for d in range(depth) for kind, g in by_kind.items() if d < len(g)]
+
+
+# --- reproduction scripts ---------------------------------------------------------------------
+
+_SCRIPT_REVERT = _REVERT + ((r"\bassert not\b", "assert"), (r"\bassert (?!not\b)", "assert not "))
+
+
+def _statements(lines: list[str]) -> list[int]:
+    """Indexes of single-line statements a reproduction could lose (not imports, prints, defs, blanks)."""
+    out = []
+    for k, ln in enumerate(lines):
+        s = ln.strip()
+        if not s or s.startswith(
+            (
+                "#",
+                "import ",
+                "from ",
+                "print(",
+                "def ",
+                "class ",
+                "@",
+                "if ",
+                "else",
+                "try",
+                "except",
+                "return",
+            )
+        ):
+            continue
+        if s.endswith((":", "(", "[", "{", ",", "\\")) or s.startswith((")", "]", "}")):
+            continue
+        out.append(k)
+    return out
+
+
+def script_mutations(text: str, limit: int = 18) -> list[tuple[str, str]]:
+    """(kind, script) wrong variants of a reproduction script: check reverted, input off by one, a statement dropped."""
+    lines = text.split("\n")
+    singles: list[tuple[str, list[str]]] = []
+    for kind, table in (("reverted_check", _SCRIPT_REVERT), ("changed_input", _OFF_BY_ONE[-1:])):
+        for k, ln in enumerate(lines):
+            if kind == "reverted_check" and not re.match(r"\s*(?:if|elif|assert|while)\b|.*\breturn\b", ln):
+                continue
+            if kind == "changed_input" and (
+                ln.lstrip().startswith(("print", "#")) or ("=" not in ln and "(" not in ln)
+            ):
+                continue
+            for mutated in _one_edit(" " + ln, table):
+                singles.append((kind, [*lines[:k], mutated[1:], *lines[k + 1 :]]))
+                break
+    for k in _statements(lines):
+        singles.append(("dropped_step", [*lines[:k], *lines[k + 1 :]]))
+    by_kind: dict[str, list[list[str]]] = {}
+    for kind, v in singles:
+        by_kind.setdefault(kind, []).append(v)
+    ordered = _interleave(by_kind)
+    out: dict[str, str] = {}
+    for n, (kind, v) in enumerate(ordered):
+        for candidate_kind, candidate in [(kind, v)] + ([("double", _second(v, lines))] if n % 2 else []):
+            if candidate is None:
+                continue
+            joined = "\n".join(candidate)
+            if joined != text and joined not in out:
+                out[joined] = candidate_kind
+        if len(out) >= limit:
+            break
+    return [(kind, t) for t, kind in out.items()]
+
+
+def _second(v: list[str], original: list[str]) -> list[str] | None:
+    """A second, different edit on top of variant `v` (a reverted check or a changed input)."""
+    for k, ln in enumerate(v):
+        if k < len(original) and ln != original[k]:
+            continue
+        if re.match(r"\s*(?:if|elif|assert)\b", ln):
+            for mutated in _one_edit(" " + ln, _SCRIPT_REVERT):
+                return [*v[:k], mutated[1:], *v[k + 1 :]]
+    return None

@@ -1,9 +1,19 @@
-"""Offline distractors: wrong options drawn from other gold steps, no network. The default.
+"""Offline distractors: the scenario's own wrong options, then other runs' golds found by an index. The default.
 
-For each gold step: candidates are the scenario's own wrong options (e.g. shifted code windows)
-followed by the gold answers of every other step of the same task, in this and other
-trajectories. Candidates equal or near-equal to the gold (normalised similarity >=
-`near_duplicate`) or to an option already chosen are refused.
+For each gold step the candidates are, in order of preference:
+1. the step's own candidates (`GoldStep.candidates`: failed runs of the same instance, rule-made
+   wrong steps from this run's context), in the scenario's order;
+2. gold answers of OTHER runs retrieved by similarity to this gold from a MinHash LSH Forest
+   (datasketch) built once per task pool: first among runs of the same family (repository: the
+   group id without its trailing `-<number>`, e.g. `django__django`), then the whole pool. Never a
+   step of the same run, never a run of the same group (instance), which may share the answer;
+   never an all-pairs scan: a family or pool of at most `exact_below` entries is ranked exactly,
+   and code answers (patches, scripts, code windows) never come from another family;
+   a larger one only through the index, so each step costs the same whatever the pool size.
+Candidates equal or near-equal to the gold or to an option already taken are refused (prose:
+normalised similarity >= `near_duplicate`; code: the same tokens, `text.option_key`). The question
+gets `n - 1` distractors and up to `reserve_factor` x as many further candidates in
+`Question.reserve`, in preference order, for the adversarial filter.
 
 Option-only rules must stay at chance (issue 5), so for every item `rank_plan` sets, from the
 whole task's pool and the seed, how many distractors are longer than the gold and how many are
@@ -12,20 +22,27 @@ the task. The distractors are then drawn on each side of the gold's length (cand
 its length first; the most similar by token overlap leading, the rest a seeded shuffle of the
 `spread` next most similar); of `attempts` such draws, half gathered around another anchor
 candidate rather than the gold, the one whose gold centrality rank is nearest its target wins.
-Too few candidates yields a `too_few_distractors` Problem.
+When the step's own candidates suffice, the distractors are the combination of its first
+`own_window` candidates whose length and centrality ranks come nearest those targets (earlier
+candidates win ties). Too few candidates yields a `too_few_distractors` Problem.
 """
 
 from __future__ import annotations
 
 import random
+import re
+import threading
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import combinations
 from typing import NamedTuple
 
+from rapidfuzz import fuzz, process
+
 from generators.base import PoolEntry, completion_question, posed
-from generators.quality.baselines import centrality
-from generators.text import jaccard, similarity, tokens
-from schemas import Distractor, GoldStep, Problem, Question, content_id
+from generators.quality.baselines import similarity_matrix
+from generators.text import jaccard, looks_like_code, option_key, similarity, tokens
+from schemas import Candidate, Distractor, GoldStep, Problem, Question, content_id
 
 
 class RankPlan(NamedTuple):
@@ -70,11 +87,116 @@ def rank_plan(pool: Sequence[PoolEntry], need: int, seed: int) -> RankPlan:
     return RankPlan(longer, central)
 
 
+def family(group: str) -> str:
+    """The family a group belongs to: a SWE-bench instance id without its number (`django__django-11149` -> `django__django`)."""
+    return re.sub(r"-\d+$", "", group)
+
+
+_NUM_PERM = 32
+#: Similarity from which a scenario's own candidate counts as a copy (the near-gold gate's threshold).
+OWN_NEAR_DUPLICATE = 0.9
+
+
+class PoolIndex:
+    """One task pool, indexed once: token sets, MinHash LSH Forests per family and overall, the rank plan."""
+
+    def __init__(self, pool: Sequence[PoolEntry], need: int, seed: int, exact_below: int) -> None:
+        from datasketch import MinHash, MinHashLSHForest
+
+        self.pool = pool
+        self.tokens = [tokens(e.text) for e in pool]
+        self.plan = rank_plan(pool, need, seed)
+        self.exact_below = exact_below
+        self._perms = MinHash(num_perm=_NUM_PERM, seed=1).permutations
+        self.families: dict[str, list[int]] = {}
+        for i, e in enumerate(pool):
+            self.families.setdefault(family(e.group), []).append(i)
+        self.forests: dict[str, MinHashLSHForest] = {}
+        self.everything: MinHashLSHForest | None = None
+        big = [f for f, members in self.families.items() if len(members) > exact_below]
+        if big or len(pool) > exact_below:
+            sketches = [self._sketch(t) for t in self.tokens]
+            for f in big:
+                self.forests[f] = self._forest(self.families[f], sketches)
+            if len(pool) > exact_below:
+                self.everything = self._forest(range(len(pool)), sketches)
+
+    def _sketch(self, toks: frozenset[str]):
+        from datasketch import MinHash
+
+        mh = MinHash(num_perm=_NUM_PERM, seed=1, permutations=self._perms)
+        mh.update_batch([t.encode("utf-8") for t in sorted(toks)] or [b""])
+        return mh
+
+    def _forest(self, members: Iterable[int], sketches: Sequence[object]):
+        from datasketch import MinHashLSHForest
+
+        forest = MinHashLSHForest(num_perm=_NUM_PERM, l=8)
+        for i in members:
+            forest.add(i, sketches[i])
+        forest.index()
+        return forest
+
+    def _ranked(self, members: Iterable[int], gold: frozenset[str]) -> list[int]:
+        return sorted(members, key=lambda i: (-jaccard(gold, self.tokens[i]), self.pool[i].step_id))
+
+    def query(self, step: GoldStep, k: int) -> list[int]:
+        """Up to about `k` pool indexes for `step`, most similar first: its family, then the whole pool."""
+        gold = tokens(step.gold)
+        mh = None
+
+        def ok(i: int) -> bool:
+            e = self.pool[i]
+            return (
+                e.trajectory_id != step.trajectory_id
+                and e.step_id != step.step_id
+                and (not step.group or e.group != step.group)
+            )
+
+        out: list[int] = []
+        # another repository's patch or script is trivially wrong: code answers stay in the family
+        names = (
+            (family(step.group),) if looks_like_code(step.gold) and step.group else (family(step.group), None)
+        )
+        for name in names:
+            if name is not None and name not in self.families:
+                continue
+            members = self.families[name] if name is not None else None
+            forest = self.forests.get(name) if name is not None else self.everything
+            if forest is None:
+                found = members if members is not None else range(len(self.pool))
+            else:
+                mh = mh or self._sketch(gold)
+                found = forest.query(mh, 4 * k)
+            seen = set(out)
+            out += [i for i in self._ranked(found, gold) if ok(i) and i not in seen]
+            if len(out) >= k:
+                break
+        return out
+
+
+_INDEXES: dict[tuple[str, int, int, int], PoolIndex] = {}
+_INDEX_LOCK = threading.Lock()
+
+
+def pool_index(pool: Sequence[PoolEntry], need: int, seed: int, exact_below: int) -> PoolIndex:
+    """The index of `pool`, built once per pool (shards of one task share it; a few pools are kept)."""
+    key = (content_id(*(e.step_id for e in pool)), need, seed, exact_below)
+    with _INDEX_LOCK:
+        found = _INDEXES.get(key)
+        if found is None:
+            found = PoolIndex(pool, need, seed, exact_below)
+            while len(_INDEXES) >= 4:
+                _INDEXES.pop(next(iter(_INDEXES)))
+            _INDEXES[key] = found
+        return found
+
+
 class OfflineGenerator:
-    """Distractors from other steps' gold answers."""
+    """Distractors from the step's own candidates, then from other runs' golds by index."""
 
     name = "offline"
-    version = 2
+    version = 3
 
     def __init__(
         self,
@@ -84,36 +206,46 @@ class OfflineGenerator:
         spread: int = 12,
         attempts: int = 8,
         neighbourhood: int = 200,
+        reserve_factor: int = 3,
+        own_window: int = 9,
+        exact_below: int = 256,
     ) -> None:
         self.seed = seed
         self.attempts = attempts
         self.neighbourhood = neighbourhood
         self.near_duplicate = near_duplicate
         self.spread = spread
+        self.reserve_factor = reserve_factor
+        self.own_window = own_window
+        self.exact_below = exact_below
 
     def generate(
         self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
     ) -> Iterator[Question | Problem]:
-        pool_tokens = [tokens(e.text) for e in pool]
-        plan = rank_plan(pool, n_options - 1, self.seed)
+        need = n_options - 1
+        index = (
+            pool_index(pool, need, self.seed, self.exact_below)
+            if any(s.form == "mcq" for s in steps)
+            else None
+        )
         for step in steps:
-            if step.form == "completion":
+            if step.form == "completion" or index is None:
                 yield completion_question(step)
                 continue
-            picked = self._pick(step, pool, pool_tokens, n_options - 1, plan)
-            if len(picked) < n_options - 1:
+            picked, reserve = self._pick(step, index, need)
+            if len(picked) < need:
                 yield Problem(
                     where=step.step_id,
                     stage="generate",
                     reason="too_few_distractors",
-                    detail=f"{step.scenario}/{step.task}: {len(picked)} of {n_options - 1} distractors "
-                    f"found among {len(pool)} pooled answers",
+                    detail=f"{step.scenario}/{step.task}: {len(picked)} of {need} distractors "
+                    f"found among {len(step.candidates)} own candidates and {len(pool)} pooled answers",
                 )
                 continue
             prov = step.provenance.model_copy(
                 update={"generator": self.name, "generator_version": self.version}
             )
-            yield posed(step, picked, prov)
+            yield posed(step, picked, prov, reserve)
 
     def _order(
         self, ranked: list[int], pool: Sequence[PoolEntry], size: int, rng: random.Random, lead: bool
@@ -130,41 +262,94 @@ class OfflineGenerator:
             out += [*group[:head], *top, *group[head + self.spread :]]
         return out
 
-    def _acceptable(self, text: str, taken: list[str]) -> bool:
-        return bool(text.strip()) and all(similarity(text, t) < self.near_duplicate for t in taken)
+    def _acceptable(self, text: str, taken: list[str], threshold: float | None = None) -> bool:
+        if not text.strip():
+            return False
+        if looks_like_code(text):  # one token is a real difference in code (`<=` for `<`)
+            key = option_key(text)
+            return all(option_key(t) != key for t in taken)
+        return all(similarity(text, t) < (threshold or self.near_duplicate) for t in taken)
 
-    def _pick(
-        self,
-        step: GoldStep,
-        pool: Sequence[PoolEntry],
-        pool_tokens: Sequence[frozenset[str]],
-        need: int,
-        plan: RankPlan | None = None,
-    ) -> list[Distractor]:
-        taken = [step.gold]
-        picked: list[Distractor] = []
-        for cand in step.candidates:
-            if len(picked) == need:
-                return picked
-            if self._acceptable(cand.text, taken):
-                taken.append(cand.text)
-                picked.append(Distractor(text=cand.text, origin=cand.origin))
-        gold_tokens = tokens(step.gold)
-        ranked = sorted(
-            (i for i, e in enumerate(pool) if e.step_id != step.step_id),
-            key=lambda i: (-jaccard(gold_tokens, pool_tokens[i]), pool[i].step_id),
-        )
+    def _targets(self, step: GoldStep, plan: RankPlan, need: int) -> tuple[int, int]:
         rng = random.Random(content_id(self.seed, step.step_id, "offline"))
+        return plan.longer.get(step.step_id, rng.randint(0, need)), plan.central.get(
+            step.step_id, rng.randint(0, need)
+        )
+
+    def _best_own(self, step: GoldStep, own: list[Candidate], need: int, plan: RankPlan) -> list[int]:
+        """Positions in `own` of the `need` candidates whose length and centrality ranks fit the targets."""
+        window = own[: self.own_window]
+        texts = [step.gold, *(c.text for c in window)]
+        # centrality at both the token and the character level: a patch's medoid shows at the latter
+        chars = process.cdist(texts, texts, scorer=fuzz.ratio, workers=1)
+        levels = [similarity_matrix(texts), [[float(x) / 100.0 for x in row] for row in chars]]
+        target_longer, target_central = self._targets(step, plan, need)
+        size = len(step.gold)
+        best: tuple[tuple[int, int], tuple[int, ...]] | None = None
+        for combo in combinations(range(len(window)), need):
+            members = [0, *(k + 1 for k in combo)]
+            miss = abs(sum(len(window[k].text) > size for k in combo) - target_longer)
+            for sims in levels:
+                central = [sum(sims[a][b] for b in members if b != a) for a in members]
+                miss += abs(sum(c > central[0] for c in central[1:]) - target_central)
+            score = (miss, sum(combo))
+            if best is None or score < best[0]:
+                best = (score, combo)
+        return list(best[1]) if best else []
+
+    def _pick(self, step: GoldStep, index: PoolIndex, need: int) -> tuple[list[Distractor], list[Distractor]]:
+        """The distractors and the reserve of `step`."""
+        pool, plan = index.pool, index.plan
+        taken = [step.gold]
+        own: list[Candidate] = []
+        for cand in step.candidates:
+            if len(own) >= need * (1 + self.reserve_factor):
+                break
+            # a scenario's own candidate differs by construction (another target, a mutated line):
+            # only what the near-gold gate would call a copy is refused
+            if self._acceptable(cand.text, taken, OWN_NEAR_DUPLICATE):
+                taken.append(cand.text)
+                own.append(cand)
+        room = need * (1 + self.reserve_factor)
+        retrieved = index.query(step, room + need) if len(own) < room else []
+        if len(own) >= need:
+            chosen = self._best_own(step, own, need, plan)
+            picked = [Distractor(text=own[k].text, origin=own[k].origin) for k in chosen]
+            rest = [Distractor(text=c.text, origin=c.origin) for k, c in enumerate(own) if k not in chosen]
+        else:
+            picked = [Distractor(text=c.text, origin=c.origin) for c in own]
+            picked = self._from_pool(step, index, retrieved, picked, need)
+            rest = []
+        reserve: list[Distractor] = []
+        texts = [step.gold, *(d.text for d in picked)]
+        chosen_texts = set(texts)
+        pooled = [
+            Distractor(text=pool[i].text, origin=f"other_run:{pool[i].step_id}")
+            for i in retrieved
+            if pool[i].text not in chosen_texts
+        ]
+        for d in [*rest, *pooled]:
+            if len(reserve) >= need * self.reserve_factor:
+                break
+            if self._acceptable(d.text, texts):
+                texts.append(d.text)
+                reserve.append(d)
+        return picked, reserve
+
+    def _from_pool(
+        self, step: GoldStep, index: PoolIndex, ranked: list[int], picked: list[Distractor], need: int
+    ) -> list[Distractor]:
+        """Fill `picked` up to `need` from the retrieved `ranked` entries, length and centrality ranks planned."""
+        pool, pool_tokens = index.pool, index.tokens
+        taken = [step.gold, *(d.text for d in picked)]
         size = len(step.gold)
         # Option-only rules must stay at chance: how many options are longer than the gold, and how
         # many are more central (mean similarity to the others), are targets from `rank_plan`,
         # spread evenly over 0..need across the task. Token overlap alone favours short candidates
         # ("pick the longest" won) and the most similar candidates make the gold the medoid.
         longer_now = sum(len(d.text) > size for d in picked)
-        plan = plan or RankPlan({}, {})
-        target_longer = plan.longer.get(step.step_id, rng.randint(0, need))
+        target_longer, central_rank = self._targets(step, index.plan, need)
         n_longer = min(max(target_longer - longer_now, 0), need - len(picked))
-        central_rank = plan.central.get(step.step_id, rng.randint(0, need))
         best: list[Distractor] = picked
         best_miss: int | None = None
         for attempt in range(self.attempts):
@@ -184,10 +369,11 @@ class OfflineGenerator:
                 (self._order(longer, pool, size, trial, attempt % 2 == 0), n_longer),
                 (self._order(shorter, pool, size, trial, attempt % 2 == 0), need - len(picked) - n_longer),
             ]
-            chosen = self._fill(step, pool, list(picked), list(taken), need, sides)
+            chosen = self._fill(pool, list(picked), list(taken), need, sides)
             if len(chosen) < need:
                 return chosen
-            central = centrality([step.gold, *(d.text for d in chosen)])
+            sims = similarity_matrix([step.gold, *(d.text for d in chosen)])
+            central = [(sum(row) - row[i]) / need for i, row in enumerate(sims)]
             miss = abs(sum(c > central[0] for c in central[1:]) - central_rank)
             if best_miss is None or miss < best_miss:
                 best, best_miss = chosen, miss
@@ -197,7 +383,6 @@ class OfflineGenerator:
 
     def _fill(
         self,
-        step: GoldStep,
         pool: Sequence[PoolEntry],
         picked: list[Distractor],
         taken: list[str],
@@ -213,8 +398,5 @@ class OfflineGenerator:
                 entry = pool[i]
                 if self._acceptable(entry.text, taken):
                     taken.append(entry.text)
-                    kind = (
-                        "same_trajectory" if entry.trajectory_id == step.trajectory_id else "other_trajectory"
-                    )
-                    picked.append(Distractor(text=entry.text, origin=f"{kind}:{entry.step_id}"))
+                    picked.append(Distractor(text=entry.text, origin=f"other_run:{entry.step_id}"))
         return picked

@@ -38,3 +38,29 @@ def similarity(a: str, b: str) -> float:
     if matcher.real_quick_ratio() < 0.5 or matcher.quick_ratio() < 0.5:
         return matcher.quick_ratio()
     return matcher.ratio()
+
+
+_CODE_LINE = re.compile(r"^(?:\s{2,}|\t|def |class |import |from \S+ import |@@ |[-+]{3} |diff --git )")
+_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
+
+
+def looks_like_code(text: str) -> bool:
+    """Code, diffs and tracebacks (at least 40% of the lines indented or code-shaped; any hunk header)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 3:
+        return "\n@@ " in text or text.startswith("diff --git")
+    return sum(bool(_CODE_LINE.match(ln)) for ln in lines) >= 0.4 * len(lines)
+
+
+def code_key(text: str) -> str:
+    """Code compared as code: comments dropped and whitespace collapsed, punctuation kept.
+
+    Two code options are the same only when this key is equal: in code one token (`<` for `<=`,
+    `!=` for `==`) is a real difference, which `normalise` (punctuation-free) would erase.
+    """
+    return _WS.sub(" ", _COMMENT.sub("", text)).strip()
+
+
+def option_key(text: str) -> str:
+    """The key two options are compared by: `code_key` for code, `normalise` for prose."""
+    return code_key(text) if looks_like_code(text) else normalise(text)

@@ -13,7 +13,8 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
   indentation in another function) - the right change in the wrong function;
 - `double`: two of the above at once, so the gold is not the one option all others are one edit away from.
 Script mutations (`test_patch`): the check that tells the bug reverted, the triggering input
-changed by one, or one statement of the reproduction dropped; and pairs of those.
+changed by one, two statements of the reproduction swapped, and pairs of those; one statement
+dropped comes last (it shortens the script, so it would make the gold the longest option).
 Every variant differs from the gold and from every other variant.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 
 from extractors.swe_issue_fix.patches import FilePatch, Hunk, render_patch
 
@@ -224,12 +226,16 @@ def script_mutations(text: str, limit: int = 18) -> list[tuple[str, str]]:
             for mutated in _one_edit(" " + ln, table):
                 singles.append((kind, [*lines[:k], mutated[1:], *lines[k + 1 :]]))
                 break
-    for k in _statements(lines):
-        singles.append(("dropped_step", [*lines[:k], *lines[k + 1 :]]))
+    statements = _statements(lines)
+    for k, m in pairwise(statements):
+        indent = len(lines[k]) - len(lines[k].lstrip())
+        if m == k + 1 and len(lines[m]) - len(lines[m].lstrip()) == indent:
+            singles.append(("swapped_steps", [*lines[:k], lines[m], lines[k], *lines[m + 1 :]]))
     by_kind: dict[str, list[list[str]]] = {}
     for kind, v in singles:
         by_kind.setdefault(kind, []).append(v)
-    ordered = _interleave(by_kind)
+    # variants that keep every token first: a dropped statement makes the gold the longest option
+    ordered = _interleave(by_kind) + [("dropped_step", [*lines[:k], *lines[k + 1 :]]) for k in statements]
     out: dict[str, str] = {}
     for n, (kind, v) in enumerate(ordered):
         for candidate_kind, candidate in [(kind, v)] + ([("double", _second(v, lines))] if n % 2 else []):

@@ -199,8 +199,16 @@ def _changed(f: FilePatch) -> tuple[set[int], set[int]]:
     return removed, inserts
 
 
-def locate_windows(f: FilePatch, h: Hunk, lines: dict[int, str]) -> list[tuple[int, str]]:
-    """(shift, text) distractor windows of hunk `h`: same length, seen, no changed line inside, nearest first."""
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def locate_windows(f: FilePatch, h: Hunk, lines: dict[int, str], issue: str = "") -> list[tuple[int, str]]:
+    """(shift, text) distractor windows of hunk `h`: same length, seen, no changed line inside.
+
+    Ordered by how many of the issue's words they share (the windows a reader of the issue could
+    take for the buggy one: hard negatives), then nearest first; a window overlapping one already
+    taken by more than half is left out, so no pair of distractors is closer than they are to the gold.
+    """
     length = len(h.pre_image)
     removed, inserts = _changed(f)
     removed_text = {lines.get(n, "").strip() for n in removed} - {""}
@@ -221,7 +229,13 @@ def locate_windows(f: FilePatch, h: Hunk, lines: dict[int, str]) -> list[tuple[i
         if not any(t.strip() for t in text):
             continue
         out.append((start - h.old_start, "\n".join(text)))
-    return out
+    words = set(_WORD.findall(issue))
+    ranked = sorted(out, key=lambda dt: (-len(words & set(_WORD.findall(dt[1]))), abs(dt[0]), dt[0]))
+    kept: list[tuple[int, str]] = []
+    for d, text in ranked:  # distractors overlap each other no more than half, as they overlap the gold
+        if all(abs(d - e) * 2 >= length for e, _ in kept):
+            kept.append((d, text))
+    return kept
 
 
 def _locate(
@@ -247,7 +261,9 @@ def _locate(
     for k in sorted(rng.sample(seen_ok, min(options.max_items_per_trajectory, len(seen_ok)))):
         f, h = hunks[k]
         lines = lines_of(reads.views, f.path)
-        shifted = [(f"rule:shifted_window:{d:+d}", text) for d, text in locate_windows(f, h, lines)]
+        shifted = [
+            (f"rule:shifted_window:{d:+d}", text) for d, text in locate_windows(f, h, lines, traj.task)
+        ]
         yield _gold(
             traj,
             name,

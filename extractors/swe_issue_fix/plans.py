@@ -48,6 +48,8 @@ _NOT_ACTION = re.compile(
 _VAGUE = re.compile(r"^I need to (?:try|do|run|check) (?:that|this|it)(?: again| once more)?$", re.I)
 _MARKUP = re.compile(r"^#+\s.*$|`{3}.*?`{3}", re.M | re.S)
 MAX_CLAUSE = 200
+#: How much of the end of the context counts as what the model read last.
+TAIL_CHARS = 2000
 
 
 def sentences(text: str) -> Iterator[str]:
@@ -168,16 +170,25 @@ _VERIFY = re.compile(
     r"^(?:verify|test|confirm|validate|re-?run|rerun|run the tests?|run the reproduction)\b", re.I
 )
 #: Verb phrases that replace another phase's verb (`wrong_order`), by the gold's phase.
-_OTHER_PHASE = {
-    "explore": ("modify", "fix the bug in", "update"),
-    "edit": ("verify the fix in", "run the tests for", "confirm the behaviour of"),
-}
+_OTHER_PHASE = {"explore": ("modify", "update", "change"), "edit": ("verify", "test", "check")}
 _PREMATURE = (
     "submit the changes",
     "submit the fix",
     "finalize and submit the patch",
     "submit the current changes as the final patch",
 )
+
+
+def _phase_verbs(plans: Sequence[str], phase: str) -> list[str]:
+    """The verbs this run itself uses for `phase` ("modify", "update"...), most frequent first."""
+    pattern = _EDIT if phase == "edit" else _VERIFY
+    found: dict[str, int] = {}
+    for p in plans:
+        m = pattern.match(p.removeprefix("I need to "))
+        if m is not None:
+            verb = m.group(0).lower()
+            found[verb] = found.get(verb, 0) + 1
+    return sorted(found, key=lambda v: -found[v])[:3]
 
 
 class RulePlan(NamedTuple):
@@ -224,7 +235,8 @@ def entities(text: str) -> list[str]:
     for e in dict.fromkeys(e.strip() for e in found if e.strip()):
         kind = _kind(e)
         name_ok = kind == "name" and _NAME_OK.match(e) and len(e) >= 3 and e not in _NOT_NAMES
-        if name_ok or (kind == "path" and _PATH_OK.match(e)) or kind == "command":
+        path_ok = kind == "path" and _PATH_OK.match(e) and not e.startswith(("a/", "b/"))  # diff headers
+        if name_ok or path_ok or kind == "command":
             out.append(e)
     return out
 
@@ -309,8 +321,17 @@ def rule_plans(
             return not (kind == "path" and runs and not _SCRIPT.search(e))
 
         pool = [e for e in recent if fits(e)]
-        if kind == "name":
-            pool.sort(key=lambda e: _shape(e) != _shape(old))
+        # names as frequent as the gold's in the freshest context first: a swap then changes no
+        # option's lexical closeness to what the model just read
+        tail = "\n".join(context)[-TAIL_CHARS:]
+        own_count = tail.count(old)
+        pool.sort(
+            key=lambda e: (
+                own_count > 0 and tail.count(e) == 0,
+                kind == "name" and _shape(e) != _shape(old),
+                abs(tail.count(e) - own_count),
+            )
+        )
         for e in [v for v in done if fits(v)][:3]:
             add(_swap(gold, old, e), "redundant")
         for e in pool[:6]:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from rapidfuzz import fuzz
 
-from generators.text import normalise, similarity
+from generators.text import looks_like_code, normalise, option_key, similarity
 from schemas import Problem, Question
 
 #: Row keys that carry (part of) the answer or only bookkeeping: never part of the context.
@@ -105,7 +105,6 @@ _FLAW_NAME = re.compile(
 )
 #: JSON keys whose values are the option's own prose (DR steps: `planning`); tool names sit under `name`.
 _PROSE_KEYS = frozenset({"planning", "plan", "thought", "reasoning", "rationale", "description"})
-_CODE_LINE = re.compile(r"^(?:\s{2,}|\t|def |class |import |from \S+ import |@@ |[-+]{3} |diff --git )")
 
 
 #: Options are normalised by several gates in turn; a small cache keyed by the text itself.
@@ -165,26 +164,32 @@ def gate_answer_in_options(q: Question) -> Iterator[Problem]:
 
 
 def gate_duplicate_options(q: Question | OptionSet) -> Iterator[Problem]:
-    """Two options that normalise to the same text."""
+    """Two options that normalise to the same text (code: the same tokens, `text.option_key`)."""
     v = option_set(q)
     seen: dict[str, int] = {}
     for i, opt in enumerate(v.options):
-        key = _norm(opt)
+        key = option_key(opt)
         if key in seen:
             yield _problem(v, "duplicate_option", f"options {seen[key]} and {i} are the same text")
         seen.setdefault(key, i)
 
 
 def gate_near_gold(q: Question | OptionSet, threshold: float = 0.9) -> Iterator[Problem]:
-    """A distractor equal or near-equal to the gold (normalised similarity >= `threshold`)."""
+    """A distractor equal or near-equal to the gold (normalised similarity >= `threshold`).
+
+    Code options (patches, scripts, code windows) are exempt: there one changed token is a real
+    difference (a reverted condition, an off-by-one), so only equal tokens make a copy, which
+    `duplicate_option` reports.
+    """
     v = option_set(q)
     gold = _gold(v)
     if gold is None:
         return
     key = _norm(gold)
+    gold_code = looks_like_code(gold)
     for i, opt in enumerate(v.options):
         norm = _norm(opt)
-        if i == v.gold_index or norm == key:
+        if i == v.gold_index or norm == key or (gold_code and looks_like_code(opt)):
             continue  # exact copies are `duplicate_option`
         # difflib's ratio never exceeds the Indel (LCS) ratio, so this cheap test only skips misses.
         if fuzz.ratio(norm, key) < threshold * 100:
@@ -220,14 +225,6 @@ def gate_gold_in_context(q: Question | OptionSet, min_chars: int = 20) -> Iterat
         yield _problem(v, "gold_in_context", f"gold found in the context, as are options {also}", "warning")
     else:
         yield _problem(v, "gold_in_context", "gold text found verbatim in the context, no distractor is")
-
-
-def looks_like_code(text: str) -> bool:
-    """Code, diffs and tracebacks: flaw words there name program state, not the option's own flaw."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 3:
-        return "\n@@ " in text or text.startswith("diff --git")
-    return sum(bool(_CODE_LINE.match(ln)) for ln in lines) >= 0.4 * len(lines)
 
 
 class _Parts(NamedTuple):

@@ -40,7 +40,11 @@ def similarity(a: str, b: str) -> float:
     return matcher.ratio()
 
 
-_CODE_LINE = re.compile(r"^(?:\s{2,}|\t|def |class |import |from \S+ import |@@ |[-+]{3} |diff --git )")
+_CODE_LINE = re.compile(
+    r"^(?:\s{2,}|\t|def |class |import |from \S+ import |@@ |[-+]{3} |diff --git |"
+    r"(?:if|elif|else|for|while|try|except|finally|with|return|assert|raise)\b.*[:)\w]$|"
+    r"[A-Za-z_][\w.\[\]'\"]*\s*(?:[-+*/|&]?=)\s*\S|[A-Za-z_][\w.]*\(.*\)$)"
+)
 _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 
 

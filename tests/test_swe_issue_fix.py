@@ -27,10 +27,25 @@ def _traj(steps, **kw) -> Trajectory:
 
 
 STEPS = [
-    _step(0, "Let's look at the repository layout first.", "find /testbed -name '*.py'"),
+    _step(
+        0,
+        "Let's look at the repository layout first.",
+        "find /testbed -name '*.py'",
+        obs="\n".join(
+            f"/testbed/{p}"
+            for p in (
+                "tinycalc/ops.py",
+                "tinycalc/cli.py",
+                "tinycalc/util.py",
+                "tests/test_ops.py",
+                "tests/test_cli.py",
+                "tests/test_util.py",
+            )
+        ),
+    ),
     _step(
         1,
-        "I'll open the calculator module to see how div is implemented.",
+        "I'll open `tinycalc/ops.py` to see how div is implemented.",
         "str_replace_editor view /testbed/tinycalc/ops.py",
         tool="str_replace_editor",
         args={"command": "view", "path": "/testbed/tinycalc/ops.py"},
@@ -48,7 +63,7 @@ STEPS = [
 
 
 def test_a_stated_intent_becomes_an_i_need_to_plan():
-    assert condense_plan(STEPS[1]) == "I need to open the calculator module to see how div is implemented"
+    assert condense_plan(STEPS[1]) == "I need to open `tinycalc/ops.py` to see how div is implemented"
     assert condense_plan(STEPS[0]) == "I need to look at the repository layout first"
 
 
@@ -112,6 +127,38 @@ def test_selection_is_seeded_per_trajectory_and_capped():
     assert len(picks) > 1
 
 
+def test_plan_golds_come_with_wrong_plans_made_from_the_runs_own_context():
+    golds = list(SweIssueFix().extract(_traj(STEPS), "plan", ExtractOptions(max_items_per_trajectory=10)))
+    by_step = {g.step_index: g for g in golds}
+    g = by_step[1]
+    assert [c.text for c in g.candidates if c.origin == "rule:wrong_target"][:2] == [
+        "I need to open `tinycalc/cli.py` to see how div is implemented",
+        "I need to open `tinycalc/util.py` to see how div is implemented",
+    ]
+    assert "I need to submit the changes" in {
+        c.text for c in g.candidates if c.origin == "rule:premature"
+    } or any(c.origin == "rule:premature" for c in g.candidates)
+    run = by_step[3]  # a command's script swapped for another script the context names
+    assert {c.text for c in run.candidates if c.origin == "rule:wrong_target"} >= {
+        "I need to run `cd /testbed && python tests/test_ops.py`"
+    }
+    assert all(c.text not in {condense_plan(s) for s in STEPS} for g in golds for c in g.candidates)
+
+
+def test_intents_never_double_their_modal_nor_end_cut_inside_a_quote():
+    cases = {
+        "I'll need to verify the fix with `repro.py`.": "I need to verify the fix with `repro.py`",
+        "Now I will apply the patch to `ops.py`.": "I need to apply the patch to `ops.py`",
+        "We should also check `div`.": "I need to check `div`",
+        'I need to see how it parses "x1, x2: y" in `split`.': 'I need to see how it parses "x1, x2: y" in `split`',
+    }
+    for thought, plan in cases.items():
+        assert condense_plan(_step(0, thought, "ls")) == plan
+    # a finding is no intent, and a clause cut before its object is not kept: the action speaks
+    assert condense_plan(_step(0, "Now I think the bug is in div.", "ls -la")) == "I need to run `ls -la`"
+    assert condense_plan(_step(0, "I need to change it to:\n x", "ls -la")) == "I need to run `ls -la`"
+
+
 def test_a_trajectory_without_eligible_steps_gives_an_info_problem():
     out = list(SweIssueFix().extract(_traj([_step(0, "", "")]), "plan", ExtractOptions()))
     assert len(out) == 1 and isinstance(out[0], Problem) and out[0].reason == "no_eligible_steps"
@@ -124,9 +171,7 @@ def test_long_observations_keep_head_and_tail():
 
 
 def test_contexts_over_the_budget_drop_the_oldest_steps_but_keep_the_task():
-    big = [
-        _step(i, f"Let me look at file number {i} closely.", f"cat f{i}.py", obs="x" * 3000) for i in range(8)
-    ]
+    big = [_step(i, f"Let me look at `f{i}.py` closely.", f"cat f{i}.py", obs="x" * 3000) for i in range(8)]
     opts = ExtractOptions(max_items_per_trajectory=10, max_context_tokens=2500, max_observation_chars=4000)
     golds = [g for g in SweIssueFix().extract(_traj(big), "plan", opts) if isinstance(g, GoldStep)]
     last = max(golds, key=lambda g: g.step_index)

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import random
-
 from extractors.base import ExtractOptions
 from extractors.swe_issue_fix import SweIssueFix
-from extractors.swe_issue_fix.patches import (
-    file_reads,
-    mutate_patch,
-    parse_patch,
-    render_patch,
-    shifted_windows,
-)
+from extractors.swe_issue_fix.mutations import patch_mutations, script_mutations
+from extractors.swe_issue_fix.patch_tasks import clean_patch
+from extractors.swe_issue_fix.patches import file_reads, parse_patch, render_patch
 from schemas import Action, GoldStep, Outcome, Problem, Source, Step, Trajectory
 
 FILE = [f"line {n}" for n in range(1, 21)]
@@ -138,13 +132,10 @@ def test_locate_gold_is_the_hunks_window_and_its_candidates_are_shifted_windows_
     (g,), problems = _extract(_traj(), "locate")
     assert not problems and g.step_index == 0 and g.fields == {"issue_statement": "div floors its result"}
     assert g.gold == "\n".join(FILE[6:13])
-    lines = {n: t for n, t in enumerate(FILE, start=1)}
-    assert [c.text for c in g.candidates] == ["\n".join(t) for _, t in shifted_windows(lines, 7, 7)]
-    assert {c.origin for c in g.candidates} == {"rule:shifted_window"}
-    assert (
-        all(len(c.text.split("\n")) == 7 and c.text != g.gold for c in g.candidates)
-        and len(g.candidates) == 6
-    )
+    # same length, never the changed line 10, and no two closer than half a window: lines 3-9, 11-17
+    assert [c.text for c in g.candidates] == ["\n".join(FILE[2:9]), "\n".join(FILE[10:17])]
+    assert [c.origin for c in g.candidates] == ["rule:shifted_window:-4", "rule:shifted_window:+4"]
+    assert all("a // b" not in c.text for c in g.candidates)
 
 
 def test_a_window_the_run_never_showed_is_a_problem_with_the_reason():
@@ -161,28 +152,88 @@ def test_fix_patch_gold_leaves_tests_out_and_failed_runs_of_the_same_instance_le
     ]
     extractor = SweIssueFix()
     extractor.use(SweIssueFix.observe(runs))
-    assert sorted(extractor.failed_patches) == ["calc-1", "other"]
+    assert sorted(extractor.observed.patches) == ["calc-1", "other"]
     (g,), _ = _extract(_traj(), "fix_patch", extractor)
     assert "tests/test_ops.py" not in g.gold and "+    return a / b" in g.gold
     assert "float(a // b)" in g.candidates[0].text and "tests/test_ops.py" not in g.candidates[0].text
-    assert g.gold not in [c.text for c in g.candidates] and len(g.candidates) == 1
-    assert g.candidates[0].origin == "same_instance:failed_run"  # a one-line `/` fix has nothing to mutate
+    assert g.gold not in [c.text for c in g.candidates]
+    assert g.candidates[0].origin == "same_instance:failed_run"
+    # then mutations of the gold, each a valid diff of the gold's own file
+    assert all(c.origin.startswith("rule:") for c in g.candidates[1:]) and len(g.candidates) >= 2
+    assert all([f.path for f in parse_patch(c.text)] == ["calc/ops.py"] for c in g.candidates)
     _, problems = _extract(
         _traj(patch=PATCH.split("diff --git a/tests")[0].replace("calc/ops", "tests/test_x")), "fix_patch"
     )
     assert [p.reason for p in problems] == ["no_source_patch"]
 
 
-def test_patch_mutations_drop_or_change_one_thing():
+def test_patch_mutations_are_plausible_wrong_fixes_of_the_gold_file():
     two = parse_patch(
         PATCH.replace("+    return a / b", "+    return a / b if b != 0 else None\n+    pass").replace(
             "@@ -7,7 +7,7 @@", "@@ -7,7 +7,8 @@"
         )
     )
-    kinds = [k for k, _ in mutate_patch(two, random.Random(0))]
-    assert {"drop_hunk", "drop_added_line", "mutate_line"} <= set(kinds)
-    mutated = next(text for kind, text in mutate_patch(two, random.Random(0)) if kind == "mutate_line")
-    assert "b == 0" in mutated and parse_patch(mutated)[0].hunks[0].render().startswith("@@ -7,7 +7,8 @@")
+    source = [f for f in two if not f.is_test]
+    made = patch_mutations(source, {})
+    kinds = {k for k, _ in made}
+    assert {"partial_fix", "reverted_condition", "wrong_line", "double"} <= kinds
+    reverted = next(text for kind, text in made if kind == "reverted_condition")
+    assert "b == 0" in reverted and parse_patch(reverted)[0].hunks[0].render().startswith("@@ -7,7 +7,8 @@")
+    gold = render_patch(source)
+    assert gold not in [t for _, t in made] and len({t for _, t in made}) == len(made)
+    assert all([f.path for f in parse_patch(t)] == ["calc/ops.py"] for _, t in made)
+
+
+def test_the_right_change_in_the_wrong_function_is_a_hunk_moved_where_the_same_line_also_occurs():
+    seen = {n: f"line {n}" for n in range(1, 31)}
+    seen[10] = seen[24] = "    return a // b"
+    files = [f for f in parse_patch(PATCH) if not f.is_test]
+    moved = [t for k, t in patch_mutations(files, {"calc/ops.py": seen}) if k == "wrong_location"]
+    (hunk,) = parse_patch(moved[0])[0].hunks
+    assert (
+        hunk.old_start == 21 and hunk.pre_image[3] == "    return a // b" and hunk.pre_image[0] == "line 21"
+    )
+
+
+def test_script_mutations_revert_the_check_change_the_input_and_keep_every_token_first():
+    script = "from calc import div\nresult = div(7, 2)\nvalue = result * 2\nif result != 3.5:\n    print('Issue reproduced')\n"
+    made = script_mutations(script)
+    kinds = [k for k, _ in made]
+    assert {"reverted_check", "changed_input", "swapped_steps", "dropped_step"} <= set(kinds)
+    assert "if result == 3.5:" in dict((k, t) for k, t in reversed(made))["reverted_check"]
+    assert kinds.index("dropped_step") > max(kinds.index("reverted_check"), kinds.index("swapped_steps"))
+    assert script not in [t for _, t in made]
+
+
+def test_gold_patches_are_cleaned_of_files_the_issue_does_not_need_and_say_why():
+    def new(path):
+        return f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+x = 1\n"
+
+    def changed(path):
+        return f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+
+    text = (
+        "".join(
+            [
+                changed("calc/ops.py"),
+                new("reproduce.py"),
+                changed("setup.py"),
+                changed("AUTHORS"),
+                new("test_app/models.py"),
+            ]
+        )
+        + new("calc/helpers.py")
+        + changed("tox.ini")
+    )
+    cleaned = clean_patch(parse_patch(text))
+    assert [f.path for f in cleaned.files] == ["calc/ops.py", "calc/helpers.py"]
+    assert cleaned.dropped == [
+        ("reproduce.py", "new_root_file"),
+        ("setup.py", "packaging_pin"),
+        ("AUTHORS", "changelog"),
+        ("test_app/models.py", "new_scaffold_folder"),
+        ("tox.ini", "packaging_pin"),
+    ]
 
 
 def test_test_patch_gold_is_the_script_run_before_the_fix_and_again_after():

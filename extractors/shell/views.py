@@ -224,12 +224,12 @@ def parse_view(command: str, observation: str | None) -> View | None:
         end = rng[1] if cap is None else min(rng[1] or 10**9, rng[0] + cap - 1)
         lines = _from(rng[0], parts, end)
         return View(args[2], lines) if lines else None
-    if name == "head" and len(files) == 1:
+    if name == "head" and args and not args[-1].startswith("-") and (len(args) == 1 or args[-2] != "-n"):
         n = _head_count(args[:-1])
         if n is None:
             return None
         lines = _from(1, parts, n)
-        return View(files[0], lines) if lines else None
+        return View(args[-1], lines) if lines else None
     if (
         name == "tail"
         and len(args) == 3

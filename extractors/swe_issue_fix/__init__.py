@@ -14,7 +14,10 @@ Which steps become items (documented, seeded): a step is eligible when it has an
 again"); for `action`, a non-empty thought and a one-line command with no `;` (APTBench's scorer
 cuts at the first newline and `;`, so anything longer could never match).
 Of the eligible steps at most `max_items_per_trajectory` are drawn with
-`Random(h(seed, trajectory_id, task))`, so selection never depends on shard order.
+`Random(h(seed, trajectory_id, task))`, so selection never depends on shard order; for `plan`,
+steps with at least `MIN_OWN_CANDIDATES` wrong plans of their own (a failed run of the same
+instance at the same point, rule-made from this run's context: `observed.plan_candidates`) are
+drawn first, the others only to fill the quota.
 
 Context budget (documented): observations over `max_observation_chars` keep head and tail
 around an omission marker; if the JSON context still exceeds `max_context_tokens` (chars / 4),
@@ -35,8 +38,9 @@ from extractors.swe_issue_fix.plans import condense_plan, is_vague
 from schemas import Candidate, GoldStep, Problem, Step, Trajectory, content_id
 from schemas.text import truncate_middle
 
-#: Fewest wrong plans of its own instance or run a plan gold needs to become an item.
-MIN_OWN_CANDIDATES = 3
+#: Fewest wrong plans of its own instance or run that make a plan step preferred as an item (steps
+#: with fewer are drawn only when a run has too few such steps).
+MIN_OWN_CANDIDATES = 2
 
 
 def _call_id(step: Step) -> str | None:
@@ -116,7 +120,7 @@ def _fit(
     return None
 
 
-@extractor("swe_issue_fix", version=1, reads={"swe"}, tasks=("plan", "action", *PATCH_TASKS))
+@extractor("swe_issue_fix", version=2, reads={"swe"}, tasks=("plan", "action", *PATCH_TASKS))
 class SweIssueFix:
     """Gold plans and commands from successful SWE issue-fixing runs."""
 
@@ -142,10 +146,11 @@ class SweIssueFix:
         plans = [condense_plan(s) for s in traj.steps]
         eligible = [s.index for s in traj.steps if self._eligible(s, plans[s.index], task)]
         made: dict[int, tuple[Candidate, ...]] = {}
-        if task == "plan":  # a plan gold needs wrong plans of its own instance or run (not only other runs')
+        rich = eligible
+        if task == "plan":  # steps with wrong plans of their own instance or run first (not only other runs')
             facts = run_facts(traj)
             made = {i: plan_candidates(traj, i, plans, self.observed, facts) for i in eligible}
-            eligible = [i for i in eligible if len(made[i]) >= MIN_OWN_CANDIDATES]
+            rich = [i for i in eligible if len(made[i]) >= MIN_OWN_CANDIDATES]
         if not eligible:
             yield Problem(
                 where=f"{traj.source.file}" + (f":{traj.source.line}" if traj.source.line else ""),
@@ -156,7 +161,10 @@ class SweIssueFix:
             )
             return
         rng = random.Random(content_id(options.seed, traj.trajectory_id, task))
-        chosen = sorted(rng.sample(eligible, min(options.max_items_per_trajectory, len(eligible))))
+        cap = options.max_items_per_trajectory
+        chosen = rng.sample(rich, min(cap, len(rich)))
+        poor = [i for i in eligible if i not in rich]
+        chosen = sorted(chosen + rng.sample(poor, min(cap - len(chosen), len(poor))))
         head = _head(traj)
         for i in chosen:
             step = traj.steps[i]

@@ -8,6 +8,9 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
   `n` -> `n + 1`, slices);
 - `partial_fix`: one hunk of a multi-hunk fix dropped, or one added line of a hunk dropped;
 - `wrong_line`: an added line moved one line up or down in its hunk, past a context line;
+- `wrong_name`: the name an added line introduces swapped for another name of the hunk (the right
+  change on the wrong variable);
+- `reversed_change`: the hunk's removed and added lines exchanged (the change made the other way);
 - `wrong_location`: the hunk's change applied at another place of the same file the run displayed
   (where the removed lines also occur, or, for a pure insertion, after another line of the same
   indentation in another function) - the right change in the wrong function;
@@ -20,6 +23,7 @@ Every variant differs from the gold and from every other variant.
 
 from __future__ import annotations
 
+import keyword
 import re
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
@@ -49,7 +53,7 @@ _OFF_BY_ONE = (
     (r" - 1\b", ""),
     (r"\[:(-?\w+)\]", r"[:\1 + 1]"),
     (r"\[(-?\w+):\]", r"[\1 + 1:]"),
-    (r"(?<![\w.])([1-9]\d?)(?![\w.])", None),  # an integer literal n -> n + 1
+    (r"(?<![\w.])(\d{1,2})(?![\w.])", None),  # an integer literal n -> n + 1
 )
 
 
@@ -101,6 +105,36 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
                         lines = list(h.lines)
                         lines[k], lines[m] = lines[m], lines[k]
                         yield "wrong_line", _with_hunk(files, i, j, h._replace(lines=tuple(lines)))
+            for k, mutated in _wrong_names(h):
+                yield (
+                    "wrong_name",
+                    _with_hunk(files, i, j, h._replace(lines=(*h.lines[:k], mutated, *h.lines[k + 1 :]))),
+                )
+            if any(ln[:1] == "-" for ln in h.lines) and added:
+                flipped = tuple({"-": "+", "+": "-"}.get(ln[:1], ln[:1]) + ln[1:] for ln in h.lines)
+                yield "reversed_change", _with_hunk(files, i, j, h._replace(lines=flipped))
+
+
+_IDENT = re.compile(r"\b[A-Za-z_]\w{2,}\b")
+
+
+def _wrong_names(h: Hunk) -> Iterator[tuple[int, str]]:
+    """An added line with the name it introduces swapped for another name of the hunk (the right
+    change applied to the wrong variable): `[app_label, model_name]` -> `[app_label, field_name]`."""
+    removed = {w for ln in h.lines if ln[:1] == "-" for w in _IDENT.findall(ln[1:])}
+    context = [w for ln in h.lines if ln[:1] == " " for w in _IDENT.findall(ln[1:])]
+    for k, ln in enumerate(h.lines):
+        if ln[:1] != "+" or not ln[1:].strip():
+            continue
+        words = _IDENT.findall(ln[1:])
+        new = [w for w in words if w not in removed and not keyword.iskeyword(w)] if removed else []
+        for w in new[:2]:
+            others = [
+                c for c in dict.fromkeys(context) if c != w and c not in words and not keyword.iskeyword(c)
+            ]
+            shaped = [c for c in others if ("_" in c) == ("_" in w) and c[:1].isupper() == w[:1].isupper()]
+            for c in shaped[:2]:
+                yield k, "+" + re.sub(rf"\b{re.escape(w)}\b", c, ln[1:], count=1)
 
 
 def _relocated(f: FilePatch, h: Hunk, seen: dict[int, str]) -> Iterator[Hunk]:
@@ -234,6 +268,14 @@ def script_mutations(text: str, limit: int = 18) -> list[tuple[str, str]]:
     by_kind: dict[str, list[list[str]]] = {}
     for kind, v in singles:
         by_kind.setdefault(kind, []).append(v)
+    if not any(re.match(r"\s*(?:if|elif|assert)\b", ln) for ln in lines):  # the prints are the checks
+        prints = [
+            k for k, ln in enumerate(lines) if ln.strip().startswith("print(") and ln.strip().endswith(")")
+        ]
+        statements += prints if len(prints) >= 3 else []
+        for k in prints:
+            for mutated in _one_edit(" " + lines[k], ((r"\(([\w.]+), ([\w.]+)\)", r"(\2, \1)"),)):
+                by_kind.setdefault("swapped_args", []).append([*lines[:k], mutated[1:], *lines[k + 1 :]])
     # variants that keep every token first: a dropped statement makes the gold the longest option
     ordered = _interleave(by_kind) + [("dropped_step", [*lines[:k], *lines[k + 1 :]]) for k in statements]
     out: dict[str, str] = {}

@@ -215,6 +215,7 @@ def file_reads(steps: Sequence[Step]) -> FileReads:
 def first_write(steps: Sequence[Step], path: str) -> int | None:
     """The first step that may have changed `path` (a patch path), or None."""
     scripts: dict[str, str] = {}
+    open_file: str | None = None  # SWE-agent 0.x `edit` changes the file last opened
     for step in steps:
         if step.action is None:
             continue
@@ -233,7 +234,13 @@ def first_write(steps: Sequence[Step], path: str) -> int | None:
             if same_file(edited, path):
                 return step.index
             continue
-        if raw.startswith("edit ") or ((text := may_write(command, scripts)) and _mentions(text, path)):
+        if raw.startswith(("open ", "create ")) and len(raw.split()) >= 2:
+            open_file = raw.split()[1]
+        if raw.startswith("edit "):
+            if open_file and same_file(open_file, path):
+                return step.index
+            continue
+        if (text := may_write(command, scripts)) and _mentions(text, path):
             return step.index
     return None
 

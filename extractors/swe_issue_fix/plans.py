@@ -155,7 +155,7 @@ def is_vague(plan: str) -> bool:
 
 _TICKED = re.compile(r"`([^`\n]{2,80})`")
 _PATH = re.compile(
-    r"(?<![\w/.`-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}|[\w-]+\.(?:py|rst|cfg|toml|ini|txt|c|h|js))\b"
+    r"(?<![\w/.`-])(/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}|[\w-]+\.(?:py|rst|cfg|toml|ini|txt|c|h|js))\b"
 )
 _DEF = re.compile(r"^\s*(?:\d+[\t:]\s*)?(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.M)
 _EXPLORE = re.compile(
@@ -267,9 +267,18 @@ def _phase(clause: str) -> str | None:
     return None
 
 
+def _styled(old: str, new: str) -> str:
+    """`new` written the way `old` is: relative when `old` is (`/testbed/pkg/a.py` -> `pkg/a.py`)."""
+    if old.startswith("/") or not new.startswith("/"):
+        return new
+    top = old.removeprefix("./").split("/", 1)[0]
+    at = new.find("/" + top + "/") if "/" in old else -1
+    return new[at + 1 :] if at >= 0 else new.removeprefix("/testbed/")
+
+
 def _swap(gold: str, old: str, new: str) -> str:
     """`gold` with its first mention of `old` replaced by `new` (backticks kept as they were)."""
-    return gold.replace(old, new, 1)
+    return gold.replace(old, _styled(old, new), 1)
 
 
 def rule_plans(

@@ -3,8 +3,9 @@
 Each figure is a ratio against a baseline measured in the same run on the same machine (so a busy
 or slow machine moves both sides): ingest against a plain `orjson` parse of the same bytes, Prefect
 tasks against plain calls, the LLM stage against the bare official SDK at 100 ms stand-in latency,
-a warm rebuild against a cold one, Dask against threads, rapidfuzz centrality against difflib, and
-peak memory while ingesting more than 1 GB. Each benchmark runs in its own process.
+a warm rebuild against a cold one, Dask against threads, rapidfuzz centrality against difflib,
+peak memory while ingesting more than 1 GB, and offline generation time per gold step at 20,000
+gold steps against 1,000. Each benchmark runs in its own process.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ BENCHES = [
     ("llm", ["bench_llm.py"]),
     ("pipeline", ["bench_pipeline.py"]),
     ("centrality", ["bench_centrality.py"]),
+    ("offline", ["bench_offline.py"]),
 ]
 
 
@@ -35,7 +37,7 @@ def _run(name: str, argv: list[str], tmp: Path) -> tuple[dict, int, float]:
 
 def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
     """(figure, value, goal, met) for the table."""
-    i, l_, p, c = (results.get(k, {}) for k in ("ingest", "llm", "pipeline", "centrality"))
+    i, l_, p, c, o = (results.get(k, {}) for k in ("ingest", "llm", "pipeline", "centrality", "offline"))
     pr, rb, dk = p.get("prefect", {}), p.get("rebuild", {}), p.get("dask", {})
     out: list[tuple[str, str, str, bool | None]] = []
     if i:
@@ -92,6 +94,20 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
         ]
     if c:
         out += [("most-central baseline: difflib / rapidfuzz time", f"{c['speedup']:.0f}x", "", None)]
+    if o:
+        sizes = o["sizes"]
+        out += [
+            (
+                f"offline generate per step, {sizes[-1]['steps']:,} / {sizes[0]['steps']:,} gold steps",
+                f"{o['ratio']:.2f}",
+                f"<= {o['goal']}",
+                o["ratio"] <= o["goal"],
+            ),
+            *(
+                (f"  s per 1,000 gold steps at {r['steps']:,}", f"{r['per_1k_s']:.2f}", "", None)
+                for r in sizes
+            ),
+        ]
     return out
 
 

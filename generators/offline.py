@@ -23,17 +23,22 @@ its length first; the most similar by token overlap leading, the rest a seeded s
 `spread` next most similar); of `attempts` such draws, half gathered around another anchor
 candidate rather than the gold, the one whose gold centrality rank is nearest its target wins.
 When the step's own candidates suffice, the distractors are the combination of its first
-`own_window` candidates whose length and centrality ranks come nearest those targets (earlier
-candidates win ties). Too few candidates yields a `too_few_distractors` Problem.
+`own_window` candidates whose length, centrality and context-closeness ranks (word-count cosine
+of option and context, its end and the whole) come nearest those targets, also spread evenly
+over 0..n-1 by `rank_plan` (earlier candidates win ties). Too few candidates yields a `too_few_distractors` Problem.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import threading
+import zlib
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
 from itertools import combinations
 from typing import NamedTuple
 
@@ -41,15 +46,17 @@ from rapidfuzz import fuzz, process
 
 from generators.base import PoolEntry, completion_question, posed
 from generators.quality.baselines import similarity_matrix
-from generators.text import jaccard, looks_like_code, option_key, similarity, tokens
+from generators.quality.gates import context_text
+from generators.text import jaccard, looks_like_code, normalise, option_key, similarity, tokens
 from schemas import Candidate, Distractor, GoldStep, Problem, Question, content_id
 
 
 class RankPlan(NamedTuple):
-    """Per gold step: how many distractors are longer than the gold, and how many more central."""
+    """Per gold step: how many distractors are longer than the gold, more central, closer to the context."""
 
     longer: dict[str, int]
     central: dict[str, int]
+    closer: dict[str, int]
 
 
 def _feasible(lengths: Sequence[int], size: int, need: int) -> tuple[int, int]:
@@ -69,22 +76,45 @@ def rank_plan(pool: Sequence[PoolEntry], need: int, seed: int) -> RankPlan:
     (+-1 where the pool allows). It depends on the whole pool only, so every shard agrees.
     """
     if need <= 0:
-        return RankPlan({}, {})
+        return RankPlan({}, {}, {})
     lengths = sorted({e.text.strip(): len(e.text) for e in pool}.values())
     order = sorted(pool, key=lambda e: content_id(seed, "ranks", e.step_id))
     ranges = {e.step_id: _feasible(lengths, len(e.text), need) for e in order}
     longer: dict[str, int] = {}
     central: dict[str, int] = {}
-    used_long, used_central = [0] * (need + 1), [0] * (need + 1)
+    closer: dict[str, int] = {}
+    used_long, used_central, used_closer = [0] * (need + 1), [0] * (need + 1), [0] * (need + 1)
     for e in sorted(order, key=lambda e: ranges[e.step_id][1] - ranges[e.step_id][0]):
         lo, hi = ranges[e.step_id]
         tie = random.Random(content_id(seed, "rank-ties", e.step_id))
         k = min(range(lo, hi + 1), key=lambda k: (used_long[k], tie.random()))
         c = min(range(need + 1), key=lambda k: (used_central[k], tie.random()))
+        x = min(range(need + 1), key=lambda k: (used_closer[k], tie.random()))
         used_long[k] += 1
         used_central[c] += 1
-        longer[e.step_id], central[e.step_id] = k, c
-    return RankPlan(longer, central)
+        used_closer[x] += 1
+        longer[e.step_id], central[e.step_id], closer[e.step_id] = k, c, x
+    return RankPlan(longer, central, closer)
+
+
+#: The end of the context a reader weighs most (what the model read last), in characters.
+CONTEXT_TAIL = 2000
+
+
+def _bag(text: str) -> Counter[str]:
+    return Counter(_WORDS.findall(text.lower()))
+
+
+def _cosine(a: Counter[str], b: Counter[str]) -> float:
+    dot = sum(v * b[k] for k, v in a.items() if k in b)
+    na, nb = math.sqrt(sum(v * v for v in a.values())), math.sqrt(sum(v * v for v in b.values()))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def closeness(options: Sequence[str], context: str) -> list[float]:
+    """Each option's word-count cosine with the context's end and with the whole context (summed)."""
+    tail, whole = _bag(context[-CONTEXT_TAIL:]), _bag(context)
+    return [_cosine(bag, tail) + _cosine(bag, whole) for bag in map(_bag, options)]
 
 
 def family(group: str) -> str:
@@ -93,6 +123,7 @@ def family(group: str) -> str:
 
 
 _NUM_PERM = 32
+_WORDS = re.compile(r"[a-z0-9_]{2,}")
 #: Similarity from which a scenario's own candidate counts as a copy (the near-gold gate's threshold).
 OWN_NEAR_DUPLICATE = 0.9
 
@@ -107,7 +138,7 @@ class PoolIndex:
         self.tokens = [tokens(e.text) for e in pool]
         self.plan = rank_plan(pool, need, seed)
         self.exact_below = exact_below
-        self._perms = MinHash(num_perm=_NUM_PERM, seed=1).permutations
+        self._perms = MinHash(num_perm=_NUM_PERM, seed=1, scheme="affine32").permutations
         self.families: dict[str, list[int]] = {}
         for i, e in enumerate(pool):
             self.families.setdefault(family(e.group), []).append(i)
@@ -124,7 +155,9 @@ class PoolIndex:
     def _sketch(self, toks: frozenset[str]):
         from datasketch import MinHash
 
-        mh = MinHash(num_perm=_NUM_PERM, seed=1, permutations=self._perms)
+        mh = MinHash(
+            num_perm=_NUM_PERM, seed=1, hashfunc=zlib.crc32, permutations=self._perms, scheme="affine32"
+        )
         mh.update_batch([t.encode("utf-8") for t in sorted(toks)] or [b""])
         return mh
 
@@ -175,6 +208,9 @@ class PoolIndex:
         return out
 
 
+#: Candidate texts are compared many times while one item is filled: normalise each once.
+_norm = lru_cache(maxsize=8192)(normalise)
+
 _INDEXES: dict[tuple[str, int, int, int], PoolIndex] = {}
 _INDEX_LOCK = threading.Lock()
 
@@ -207,7 +243,7 @@ class OfflineGenerator:
         attempts: int = 8,
         neighbourhood: int = 200,
         reserve_factor: int = 3,
-        own_window: int = 9,
+        own_window: int = 10,
         exact_below: int = 256,
     ) -> None:
         self.seed = seed
@@ -268,7 +304,10 @@ class OfflineGenerator:
         if looks_like_code(text):  # one token is a real difference in code (`<=` for `<`)
             key = option_key(text)
             return all(option_key(t) != key for t in taken)
-        return all(similarity(text, t) < (threshold or self.near_duplicate) for t in taken)
+        limit = threshold or self.near_duplicate
+        norm = normalise(text)
+        # difflib's ratio never exceeds the Indel (LCS) ratio: the C-speed test settles most pairs
+        return all(fuzz.ratio(norm, normalise(t)) < limit * 100 or similarity(text, t) < limit for t in taken)
 
     def _targets(self, step: GoldStep, plan: RankPlan, need: int) -> tuple[int, int]:
         rng = random.Random(content_id(self.seed, step.step_id, "offline"))
@@ -276,19 +315,27 @@ class OfflineGenerator:
             step.step_id, rng.randint(0, need)
         )
 
+    def _closer_target(self, step: GoldStep, plan: RankPlan, need: int) -> int:
+        rng = random.Random(content_id(self.seed, step.step_id, "offline-closer"))
+        return plan.closer.get(step.step_id, rng.randint(0, need))
+
     def _best_own(self, step: GoldStep, own: list[Candidate], need: int, plan: RankPlan) -> list[int]:
-        """Positions in `own` of the `need` candidates whose length and centrality ranks fit the targets."""
+        """Positions in `own` of the `need` candidates whose length, centrality and context-closeness
+        ranks (how many distractors are closer to the context than the gold) fit the targets."""
         window = own[: self.own_window]
         texts = [step.gold, *(c.text for c in window)]
         # centrality at both the token and the character level: a patch's medoid shows at the latter
         chars = process.cdist(texts, texts, scorer=fuzz.ratio, workers=1)
         levels = [similarity_matrix(texts), [[float(x) / 100.0 for x in row] for row in chars]]
         target_longer, target_central = self._targets(step, plan, need)
+        target_closer = self._closer_target(step, plan, need)
+        close = closeness(texts, context_text(step.fields))
         size = len(step.gold)
         best: tuple[tuple[int, int], tuple[int, ...]] | None = None
         for combo in combinations(range(len(window)), need):
             members = [0, *(k + 1 for k in combo)]
             miss = abs(sum(len(window[k].text) > size for k in combo) - target_longer)
+            miss += abs(sum(close[k + 1] > close[0] for k in combo) - target_closer)
             for sims in levels:
                 central = [sum(sims[a][b] for b in members if b != a) for a in members]
                 miss += abs(sum(c > central[0] for c in central[1:]) - target_central)

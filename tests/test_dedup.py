@@ -197,7 +197,9 @@ def test_duplicated_input_runs_build_the_same_items_as_one_copy_and_are_counted(
     assert dup_report["counts"]["trajectories_read"] == base_report["counts"]["trajectories_read"] + 2
     for task in ("plan", "action"):
         table = pq.read_table(dup / "candidates" / f"{task}.parquet")
-        assert table.num_rows > 0 and table.equals(pq.read_table(base / "candidates" / f"{task}.parquet"))
+        assert table.equals(pq.read_table(base / "candidates" / f"{task}.parquet"))
+    # plan distractors never come from the run itself, so a one-run build may pose none; actions need none
+    assert pq.read_table(dup / "candidates" / "action.parquet").num_rows > 0
     assert dup_report["dedup"] == {"trajectories": 2, "items_exact": 0, "items_near": 0}
     assert base_report["dedup"]["trajectories"] == 0
     assert dup_report["dropped_by_reason"]["duplicate_trajectory"] == 2

@@ -85,7 +85,7 @@ def test_fix_patch_distractors_touch_a_gold_file_and_never_another_repository(bu
 
 
 def test_locate_distractors_never_contain_a_line_the_gold_patch_removes(built):
-    golds, questions = built["locate"]
+    golds, _ = built["locate"]
     patches = {t.trajectory_id: parse_patch(t.patch or "") for t in built["runs"]}
     assert all(c.origin.startswith("rule:shifted_window") for g in golds for c in g.candidates)
     checked = 0

@@ -7,7 +7,7 @@ Reads: one JSON object with `trajectory_format`, `messages` and `info`.
 - v2: OpenAI tool calls `bash{command}` answered by `role: tool` messages (by `tool_call_id`),
   and a final `role: exit` message carrying the submission.
 Task: the issue inside `messages[1]` (`<pr_description>`), demonstrations and the system prompt
-skipped. Label: left `unknown` here; `info.exit_status` (kept in `meta`) never decides success,
+skipped. Tool set: the one `bash` tool, with the system prompt's rules as its description. Label: left `unknown` here; `info.exit_status` (kept in `meta`) never decides success,
 a SWE-bench harness report does (`labels.apply_verdict`).
 """
 
@@ -51,7 +51,26 @@ def _model_name(info: dict[str, Any]) -> str:
     return str(info.get("model_name") or "")
 
 
-@reader("mini_swe_agent", version=1, kind="swe", priority=5)
+def _bash_tool(system: str, major: int) -> dict[str, Any]:
+    """mini-swe-agent's one tool: bash, described by the system prompt's rules (v1: one fenced block)."""
+    rules = system.split("<format_example>", 1)[0].strip() or "Run one shell command."
+    how = "one ```bash fenced block per reply" if major == 1 else "an OpenAI tool call `bash{command}`"
+    return {
+        "name": "bash",
+        "description": rules[:1200],
+        "signature": "bash(command: str)",
+        "parameters": [
+            {
+                "name": "command",
+                "type": "string",
+                "description": f"One command (or commands joined with && or ||), sent as {how}.",
+                "required": True,
+            }
+        ],
+    }
+
+
+@reader("mini_swe_agent", version=2, kind="swe", priority=5)
 class MiniSweAgent:
     """mini-swe-agent trajectories, both message formats."""
 
@@ -125,6 +144,7 @@ class MiniSweAgent:
                 native_id=instance_id,
             ),
             patch=patch if isinstance(patch, str) else None,
+            tool_set=(_bash_tool(system, major),),
             meta=meta,
         )
 

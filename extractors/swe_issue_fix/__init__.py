@@ -12,12 +12,13 @@ Reads: successful `swe` trajectories. Produces gold steps for
 Which steps become items (documented, seeded): a step is eligible when it has an action and, for
 `plan`, a condensable plan of at least 2 words after "I need to" that is not vague ("try that
 again"); for `action`, a non-empty thought and a one-line command with no `;` (APTBench's scorer
-cuts at the first newline and `;`, so anything longer could never match).
+cuts at the first newline and `;`, so anything longer could never match) whose numbers and file
+paths all appear in the context before it (else exact match is unreachable: `target_not_derivable`).
 Of the eligible steps at most `max_items_per_trajectory` are drawn with
 `Random(h(seed, trajectory_id, task))`, so selection never depends on shard order; for `plan`,
 steps with at least `MIN_OWN_CANDIDATES` wrong plans of their own (a failed run of the same
 instance at the same point, rule-made from this run's context: `observed.plan_candidates`) are
-drawn first, the others only to fill the quota.
+the only ones drawn, unless the run has none (then any eligible step is).
 
 Context budget (documented): observations over `max_observation_chars` keep head and tail
 around an omission marker; if the JSON context still exceeds `max_context_tokens` (chars / 4),
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -38,8 +40,13 @@ from extractors.swe_issue_fix.plans import condense_plan, is_vague
 from schemas import Candidate, GoldStep, Problem, Step, Trajectory, content_id
 from schemas.text import truncate_middle
 
-#: Fewest wrong plans of its own instance or run that make a plan step preferred as an item (steps
-#: with fewer are drawn only when a run has too few such steps).
+#: What an action target names that the context must show: numbers and file paths.
+_TARGET_TOKENS = re.compile(
+    r"(?<![\w.-])(?:\d+|[\w.-]*/[\w./-]+|[\w-]+\.(?:py|txt|rst|cfg|toml|ini|json|yaml))(?![\w])"
+)
+
+#: Fewest wrong plans of its own instance or run a plan step needs to be drawn (steps with fewer
+#: are drawn only from a run that has no such step).
 MIN_OWN_CANDIDATES = 2
 
 
@@ -145,6 +152,17 @@ class SweIssueFix:
             return
         plans = [condense_plan(s) for s in traj.steps]
         eligible = [s.index for s in traj.steps if self._eligible(s, plans[s.index], task)]
+        if task == "action":
+            eligible, unreachable = self._derivable(traj, eligible)
+            if unreachable:
+                yield Problem(
+                    where=location(traj),
+                    stage="extract",
+                    reason="target_not_derivable",
+                    severity="info",
+                    detail=f"action: {len(unreachable)} steps left out, their commands name what the context "
+                    f"never shows: " + "; ".join(f"step {i}: {tok!r}" for i, tok in unreachable[:5]),
+                )
         made: dict[int, tuple[Candidate, ...]] = {}
         rich = eligible
         if task == "plan":  # steps with wrong plans of their own instance or run first (not only other runs')
@@ -162,9 +180,8 @@ class SweIssueFix:
             return
         rng = random.Random(content_id(options.seed, traj.trajectory_id, task))
         cap = options.max_items_per_trajectory
-        chosen = rng.sample(rich, min(cap, len(rich)))
-        poor = [i for i in eligible if i not in rich]
-        chosen = sorted(chosen + rng.sample(poor, min(cap - len(chosen), len(poor))))
+        pick_from = rich or eligible  # a run with no step rich in wrong plans of its own still gives items
+        chosen = sorted(rng.sample(pick_from, min(cap, len(pick_from))))
         head = _head(traj)
         for i in chosen:
             step = traj.steps[i]
@@ -222,6 +239,25 @@ class SweIssueFix:
             return len(plan.split()) >= 5 and not is_vague(plan)  # "I need to" + at least two words
         raw = step.action.raw.strip()
         return bool(step.thought.strip()) and "\n" not in raw and ";" not in raw
+
+    @staticmethod
+    def _derivable(traj: Trajectory, eligible: list[int]) -> tuple[list[int], list[tuple[int, str]]]:
+        """Steps whose command's numbers and paths all appear in what came before (issue, thoughts,
+        commands, outputs, this step's thought), and (step, token) for the others: an exact-match
+        target the model cannot read anywhere (`sed -n '139,148p'` after no output naming 148) is unreachable."""
+        seen = [traj.prompt or traj.task]
+        keep: list[int] = []
+        dropped: list[tuple[int, str]] = []
+        for s in traj.steps:
+            if s.index in eligible and s.action is not None:
+                context = "\n".join([*seen, s.thought])
+                missing = [t for t in _TARGET_TOKENS.findall(s.action.raw) if t not in context]
+                if missing:
+                    dropped.append((s.index, missing[0]))
+                else:
+                    keep.append(s.index)
+            seen += [s.thought, s.action.raw if s.action else "", s.observation or ""]
+        return keep, dropped
 
     @staticmethod
     def _tool_set(traj: Trajectory) -> str:

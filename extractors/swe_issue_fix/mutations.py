@@ -11,6 +11,7 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
 - `wrong_name`: the name an added line introduces swapped for another name of the hunk (the right
   change on the wrong variable);
 - `reversed_change`: the hunk's removed and added lines exchanged (the change made the other way);
+- `kept_old_line`: the new lines added but the old ones kept (the old code still runs);
 - `wrong_location`: the hunk's change applied at another place of the same file the run displayed
   (where the removed lines also occur, or, for a pure insertion, after another line of the same
   indentation in another function) - the right change in the wrong function;
@@ -113,6 +114,8 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
             if any(ln[:1] == "-" for ln in h.lines) and added:
                 flipped = tuple({"-": "+", "+": "-"}.get(ln[:1], ln[:1]) + ln[1:] for ln in h.lines)
                 yield "reversed_change", _with_hunk(files, i, j, h._replace(lines=flipped))
+                kept = tuple(" " + ln[1:] if ln[:1] == "-" else ln for ln in h.lines)
+                yield "kept_old_line", _with_hunk(files, i, j, h._replace(lines=kept))
 
 
 _IDENT = re.compile(r"\b[A-Za-z_]\w{2,}\b")

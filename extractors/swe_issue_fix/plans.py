@@ -128,6 +128,9 @@ def plan_from_action(step: Step) -> str:
         return f"I need to {a.tool} {raw.split()[1]}"
     if a.tool == "edit":
         return "I need to edit the open file"
+    made = re.match(r"^\s*(?:cd \S+ && )?cat\s+<<-?\s*['\"]?\w+['\"]?\s*>\s*(\S+)\s*$", raw)
+    if made is not None:  # mini-swe-agent writes files with a heredoc
+        return f"I need to create `{made.group(1)}`"
     if "`" in raw:
         return "I need to run a shell command"
     short = raw if len(raw) <= 80 else raw[:77] + "..."
@@ -341,9 +344,17 @@ def rule_plans(
                 abs(tail.count(e) - own_count),
             )
         )
-        for e in [v for v in done if fits(v)][:3]:
+        used: list[str] = []  # two substitutes naming one file (`client.py`, `pkg/client.py`) are one option
+
+        def fresh(e: str, used: list[str] = used) -> bool:
+            if any(_same_thing(e, u) for u in used):
+                return False
+            used.append(e)
+            return True
+
+        for e in [v for v in done if fits(v) and fresh(v)][:3]:
             add(_swap(gold, old, e), "redundant")
-        for e in pool[:6]:
+        for e in [v for v in pool if fresh(v)][:6]:
             add(_swap(gold, old, e), "wrong_target")
     phase = _phase(clause)
     if phase in _OTHER_PHASE and not (phase == "explore" and edited_yet):

@@ -7,8 +7,9 @@ For each gold step the candidates are, in order of preference:
    (datasketch) built once per task pool: first among runs of the same family (repository: the
    group id without its trailing `-<number>`, e.g. `django__django`), then the whole pool. Never a
    step of the same run, never a run of the same group (instance), which may share the answer;
-   never an all-pairs scan: a family or pool of at most `exact_below` entries is ranked exactly,
-   and code answers (patches, scripts, code windows) never come from another family;
+   never an all-pairs scan: a family or pool of at most `exact_below` entries is ranked exactly.
+   Code answers (patches, scripts, code windows) are never drawn from other runs at all: another
+   instance's code is trivially wrong, so their distractors come from the scenario alone;
    a larger one only through the index, so each step costs the same whatever the pool size.
 Candidates equal or near-equal to the gold or to an option already taken are refused (prose:
 normalised similarity >= `near_duplicate`; code: the same tokens, `text.option_key`). The question
@@ -187,10 +188,9 @@ class PoolIndex:
             )
 
         out: list[int] = []
-        # another repository's patch or script is trivially wrong: code answers stay in the family
-        names = (
-            (family(step.group),) if looks_like_code(step.gold) and step.group else (family(step.group), None)
-        )
+        if looks_like_code(step.gold):  # another run's patch, script or code window is trivially wrong
+            return []
+        names = (family(step.group), None)
         for name in names:
             if name is not None and name not in self.families:
                 continue

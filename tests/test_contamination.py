@@ -150,7 +150,12 @@ def _config(root: Path, name: str, contamination: dict) -> Path:
                 "out_dir": "out",
                 "sources": ["inputs"],
                 "contamination": contamination,
-                "tasks": {"plan": {"max_items_per_trajectory": 4}, "action": {"max_items_per_trajectory": 4}},
+                # plan distractors never come from the run itself: two runs make too small a pool for
+                # plan, while fix_patch distractors are mutations of the run's own patch
+                "tasks": {
+                    "fix_patch": {"max_items_per_trajectory": 1},
+                    "action": {"max_items_per_trajectory": 4},
+                },
             }
         )
     )
@@ -169,7 +174,7 @@ def test_items_found_in_an_earlier_version_are_reported_per_task_and_dropped_whe
     v1 = tmp_path / "out" / "swe_issue_fix" / "v1" / "candidates"
     published = tmp_path / "published" / "v1"
     released: dict[str, set[str]] = {}
-    for task in ("plan", "action"):  # v1 "published" only its tinycalc items
+    for task in ("fix_patch", "action"):  # v1 "published" only its tinycalc items
         table = pq.read_table(v1 / f"{task}.parquet")
         rows = [r for r in table.to_pylist() if r["instance_id"].startswith("tinycalc")]
         released[task] = {r["item_id"] for r in rows}
@@ -199,7 +204,7 @@ def test_items_found_in_an_earlier_version_are_reported_per_task_and_dropped_whe
         and c["drop"]
         and c["reference_rows"] == {"previous_versions": sum(map(len, released.values())), "reference": 1}
     )
-    for task in ("plan", "action"):
+    for task in ("fix_patch", "action"):
         per = c["by_task"][task]["by_source"]
         assert per["previous_versions"]["flagged"] == len(released[task]) and per["reference"]["flagged"] == 0
         assert c["by_task"][task]["flagged"] == len(released[task])

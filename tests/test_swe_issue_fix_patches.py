@@ -176,7 +176,12 @@ def test_patch_mutations_are_plausible_wrong_fixes_of_the_gold_file():
     source = [f for f in two if not f.is_test]
     made = patch_mutations(source, {})
     kinds = {k for k, _ in made}
-    assert {"partial_fix", "reverted_condition", "wrong_line", "double"} <= kinds
+    assert {"partial_fix", "reverted_condition", "reversed_change", "kept_old_line", "double"} <= kinds
+    reversed_ = next(text for kind, text in made if kind == "reversed_change")
+    body = parse_patch(reversed_)[0].hunks[0].lines
+    assert body.index("-    return a / b if b != 0 else None") < body.index(
+        "+    return a // b"
+    )  # `-` first, as git
     reverted = next(text for kind, text in made if kind == "reverted_condition")
     assert "b == 0" in reverted and parse_patch(reverted)[0].hunks[0].render().startswith("@@ -7,7 +7,8 @@")
     gold = render_patch(source)

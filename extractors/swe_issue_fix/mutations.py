@@ -102,7 +102,7 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
             for k in added:
                 for d in (-1, 1):
                     m = k + d
-                    if 0 <= m < len(h.lines) and h.lines[m][:1] == " " and h.lines[m].strip():
+                    if 0 <= m < len(h.lines) and _movable(h.lines[m], h.lines[k]):
                         lines = list(h.lines)
                         lines[k], lines[m] = lines[m], lines[k]
                         yield "wrong_line", _with_hunk(files, i, j, h._replace(lines=tuple(lines)))
@@ -112,10 +112,34 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
                     _with_hunk(files, i, j, h._replace(lines=(*h.lines[:k], mutated, *h.lines[k + 1 :]))),
                 )
             if any(ln[:1] == "-" for ln in h.lines) and added:
-                flipped = tuple({"-": "+", "+": "-"}.get(ln[:1], ln[:1]) + ln[1:] for ln in h.lines)
+                flipped = _flipped(h.lines)
                 yield "reversed_change", _with_hunk(files, i, j, h._replace(lines=flipped))
                 kept = tuple(" " + ln[1:] if ln[:1] == "-" else ln for ln in h.lines)
                 yield "kept_old_line", _with_hunk(files, i, j, h._replace(lines=kept))
+
+
+def _movable(context: str, added: str) -> bool:
+    """A context line an added line can trade places with: a plain statement at the same indentation."""
+    body = context[1:]
+    if context[:1] != " " or not body.strip() or body.rstrip().endswith((":", ",", "(", "[", "{", "\\")):
+        return False
+    if re.match(r"\s*(?:else|elif|except|finally|return|raise|break|continue|@|def |class |#)", body):
+        return False
+    return len(body) - len(body.lstrip()) == len(added[1:]) - len(added[1:].lstrip())
+
+
+def _flipped(lines: Sequence[str]) -> tuple[str, ...]:
+    """The hunk made the other way: added lines removed and removed lines added, `-` before `+` as git writes."""
+    out: list[str] = []
+    block: list[str] = []
+    for ln in [*lines, " "]:
+        if ln[:1] in "+-":
+            block.append({"-": "+", "+": "-"}[ln[:1]] + ln[1:])
+            continue
+        out += [b for b in block if b[:1] == "-"] + [b for b in block if b[:1] == "+"]
+        block = []
+        out.append(ln)
+    return tuple(out[:-1])
 
 
 _IDENT = re.compile(r"\b[A-Za-z_]\w{2,}\b")
@@ -158,6 +182,9 @@ def _relocated(f: FilePatch, h: Hunk, seen: dict[int, str]) -> Iterator[Hunk]:
         else:
             line = seen.get(p - 1, "")
             if indent is None or not line.strip() or len(line) - len(line.lstrip()) != indent:
+                continue
+            # only after a line that ends a statement the way the gold's anchor does (`"""`, `:`, `)`)
+            if line.rstrip()[-1:] != anchor.rstrip()[-1:] or line.rstrip().endswith((",", "(", "[", "{")):
                 continue
             if line.strip() != anchor.strip() and re.match(r"\s*(?:def|class|@|#)", line):
                 continue

@@ -9,8 +9,9 @@ cleaned of files the issue does not need (`CLEANING_RULES`; each dropped file is
   candidates = windows of the same length from the lines of that file the run displayed before
   changing it (`patches.file_reads`: editor views, `nl -ba | sed -n`, `cat -n`, `sed -n`, `head`,
   `tail -n +k`, `grep -n`), nearest first, none containing a line the gold patch changes (nor
-  spanning one of its insertion points, nor repeating a removed line's text). A hunk whose window
-  the run never showed is a `window_not_seen` Problem. `step_index` is the hunk's position.
+  spanning one of its insertion points, nor repeating a removed line's text). Hunks that only change
+  imports are left out (they show where a name comes from, not the bug). A hunk whose window the
+  run never showed is a `window_not_seen` Problem. `step_index` is the hunk's position.
 - `fix_patch`: gold = the cleaned patch without its test files; candidates = patches of failed
   runs of the same instance (cleaned the same way), then plausible mutations of the gold
   (`mutations.patch_mutations`). Never another instance's or repository's patch. `step_index` 0.
@@ -202,6 +203,11 @@ def _changed(f: FilePatch) -> tuple[set[int], set[int]]:
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
+def _imports_only(h: Hunk) -> bool:
+    changed = [ln[1:].strip() for ln in h.lines if ln[:1] in "+-" and ln[1:].strip()]
+    return bool(changed) and all(re.match(r"(?:from \S+ )?import\b|\)$|[\w, ]+,?$", c) for c in changed)
+
+
 def locate_windows(f: FilePatch, h: Hunk, lines: dict[int, str], issue: str = "") -> list[tuple[int, str]]:
     """(shift, text) distractor windows of hunk `h`: same length, seen, no changed line inside.
 
@@ -242,7 +248,8 @@ def _locate(
     traj: Trajectory, files: list[FilePatch], options: ExtractOptions, name: str, version: int
 ) -> Iterator[GoldStep | Problem]:
     reads = file_reads(traj.steps)
-    hunks = [(f, h) for f in files if not f.is_new for h in f.hunks]
+    # a hunk that only adds or drops imports shows where a name comes from, not where the bug is
+    hunks = [(f, h) for f in files if not f.is_new for h in f.hunks if not _imports_only(h)]
     seen_ok = []
     for k, (f, h) in enumerate(hunks):
         lines = lines_of(reads.views, f.path)

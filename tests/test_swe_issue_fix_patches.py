@@ -200,13 +200,21 @@ def test_the_right_change_in_the_wrong_function_is_a_hunk_moved_where_the_same_l
     )
 
 
-def test_script_mutations_revert_the_check_change_the_input_and_keep_every_token_first():
-    script = "from calc import div\nresult = div(7, 2)\nvalue = result * 2\nif result != 3.5:\n    print('Issue reproduced')\n"
+def test_script_mutations_revert_the_check_change_the_input_and_never_break_a_name():
+    script = (
+        "from calc import div\nresult = div(7, 2)\nvalue = result * 2\n"
+        "if __name__ == '__main__':\n    if result != 3.5:\n        print('Issue reproduced')\n"
+    )
     made = script_mutations(script)
     kinds = [k for k, _ in made]
-    assert {"reverted_check", "changed_input", "swapped_steps", "dropped_step"} <= set(kinds)
-    assert "if result == 3.5:" in dict((k, t) for k, t in reversed(made))["reverted_check"]
-    assert kinds.index("dropped_step") > max(kinds.index("reverted_check"), kinds.index("swapped_steps"))
+    assert {"reverted_check", "changed_input", "dropped_step", "swapped_steps"} <= set(kinds)
+    reverted = [t for k, t in made if k == "reverted_check"]
+    assert "if result == 3.5:" in reverted[0] and all(
+        "__name__ ==" in t for t in reverted
+    )  # no guard reverted
+    dropped = [t for k, t in made if k == "dropped_step"]
+    assert dropped and all("result = div(7, 2)" in t for t in dropped)  # `result` is used later
+    assert kinds.index("dropped_step") > kinds.index("reverted_check")
     assert script not in [t for _, t in made]
 
 

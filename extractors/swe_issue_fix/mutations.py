@@ -16,9 +16,11 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
   (where the removed lines also occur, or, for a pure insertion, after another line of the same
   indentation in another function) - the right change in the wrong function;
 - `double`: two of the above at once, so the gold is not the one option all others are one edit away from.
-Script mutations (`test_patch`): the check that tells the bug reverted, the triggering input
-changed by one, two statements of the reproduction swapped, and pairs of those; one statement
-dropped comes last (it shortens the script, so it would make the gold the longest option).
+Script mutations (`test_patch`): the check that tells the bug reverted (the last checks first;
+setup guards such as `if __name__` or `settings.configured` are never it), the triggering input
+changed by one, print arguments swapped, and pairs of those; one statement dropped comes last (it
+shortens the script, so it would make the gold the longest option) and never one whose name a
+later line uses; two adjacent statements swapped (`swapped_steps`).
 Every variant differs from the gold and from every other variant.
 """
 
@@ -247,6 +249,21 @@ def _interleave(by_kind: dict[str, list[list[str]]] | dict[str, list[list[FilePa
 _SCRIPT_REVERT = _REVERT + ((r"\bassert not\b", "assert"), (r"\bassert (?!not\b)", "assert not "))
 
 
+_BOILERPLATE = re.compile(
+    r"__name__|settings\.configured|sys\.path|os\.environ|DJANGO_SETTINGS|django\.setup"
+)
+
+
+def _defines_used_name(lines: list[str], k: int) -> bool:
+    """Line `k` assigns a name a later line uses."""
+    m = re.match(r"\s*([A-Za-z_][\w, ]*?)\s*=(?!=)", lines[k])
+    if m is None:
+        return False
+    names = [n.strip() for n in m.group(1).split(",") if n.strip()]
+    rest = "\n".join(lines[k + 1 :])
+    return any(re.search(rf"\b{re.escape(n)}\b", rest) for n in names)
+
+
 def _statements(lines: list[str]) -> list[int]:
     """Indexes of single-line statements a reproduction could lose (not imports, prints, defs, blanks)."""
     out = []
@@ -279,22 +296,30 @@ def script_mutations(text: str, limit: int = 18) -> list[tuple[str, str]]:
     """(kind, script) wrong variants of a reproduction script: check reverted, input off by one, a statement dropped."""
     lines = text.split("\n")
     singles: list[tuple[str, list[str]]] = []
+    # the check that tells the bug comes last in a reproduction; setup guards are not it
     for kind, table in (("reverted_check", _SCRIPT_REVERT), ("changed_input", _OFF_BY_ONE[-1:])):
-        for k, ln in enumerate(lines):
-            if kind == "reverted_check" and not re.match(r"\s*(?:if|elif|assert|while)\b|.*\breturn\b", ln):
+        for k in reversed(range(len(lines))):
+            ln = lines[k]
+            if kind == "reverted_check" and (
+                not re.match(r"\s*(?:if|elif|assert|while)\b|.*\breturn\b", ln) or _BOILERPLATE.search(ln)
+            ):
                 continue
             if kind == "changed_input" and (
-                ln.lstrip().startswith(("print", "#")) or ("=" not in ln and "(" not in ln)
+                ln.lstrip().startswith(("print", "#"))
+                or ("=" not in ln and "(" not in ln)
+                or _BOILERPLATE.search(ln)
             ):
                 continue
             for mutated in _one_edit(" " + ln, table):
                 singles.append((kind, [*lines[:k], mutated[1:], *lines[k + 1 :]]))
                 break
     statements = _statements(lines)
-    for k, m in pairwise(statements):
+    for k, m in pairwise(statements):  # two independent setup steps in the other order
         indent = len(lines[k]) - len(lines[k].lstrip())
         if m == k + 1 and len(lines[m]) - len(lines[m].lstrip()) == indent:
             singles.append(("swapped_steps", [*lines[:k], lines[m], lines[k], *lines[m + 1 :]]))
+    # a dropped statement must not leave a name undefined (a NameError is no plausible test)
+    statements = [k for k in statements if not _defines_used_name(lines, k)]
     by_kind: dict[str, list[list[str]]] = {}
     for kind, v in singles:
         by_kind.setdefault(kind, []).append(v)

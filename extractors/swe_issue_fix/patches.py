@@ -160,6 +160,17 @@ def _editor_write(step: Step) -> str | None:
     return None
 
 
+def _command_of(step: Step, scripts: dict[str, str]) -> tuple[str, str, tuple[str, str] | None]:
+    """(raw action, shell command, (path, text) of a heredoc-written file); records the file in `scripts`."""
+    assert step.action is not None
+    raw = step.action.raw.strip()
+    command = str(step.action.args.get("command") or raw) if step.action.tool != "str_replace_editor" else raw
+    made = heredoc_file(command)
+    if made is not None:
+        scripts[made[0].rsplit("/", 1)[-1]] = made[1]
+    return raw, command, made
+
+
 def file_reads(steps: Sequence[Step]) -> FileReads:
     """Original lines of every file the run read before first (maybe) changing it, and its first edits.
 
@@ -175,13 +186,7 @@ def file_reads(steps: Sequence[Step]) -> FileReads:
     for step in steps:
         if step.action is None:
             continue
-        raw = step.action.raw.strip()
-        command = (
-            str(step.action.args.get("command") or raw) if step.action.tool != "str_replace_editor" else raw
-        )
-        made = heredoc_file(command)
-        if made is not None:
-            scripts[made[0].rsplit("/", 1)[-1]] = made[1]
+        raw, command, _ = _command_of(step, scripts)
         edited = _editor_write(step)
         if edited is not None:
             writes.append((step.index, edited))
@@ -219,13 +224,8 @@ def first_write(steps: Sequence[Step], path: str) -> int | None:
     for step in steps:
         if step.action is None:
             continue
-        raw = step.action.raw.strip()
-        command = (
-            str(step.action.args.get("command") or raw) if step.action.tool != "str_replace_editor" else raw
-        )
-        made = heredoc_file(command)
+        raw, command, made = _command_of(step, scripts)
         if made is not None:
-            scripts[made[0].rsplit("/", 1)[-1]] = made[1]
             if same_file(made[0], path):
                 return step.index
             continue

@@ -380,10 +380,10 @@ def test_each_planted_secret_shows_up_redacted_with_its_typed_placeholder(plante
     ]
     shown = json.dumps(rows)
     assert {k for k, kind in PLACEHOLDER_KIND.items() if placeholder(kind) not in shown} == set()
-    golds = {r["answer"] for r in rows if r["task"] == "action"}
-    assert (
-        "git clone https://deploy:<REDACTED:url_password>@git.acme.dev/tinycalc.git /tmp/tinycalc-ref"
-        in golds
+    # the clone is no action gold (its URL and folder appear nowhere before it: unreachable by exact
+    # match), but later items show it, redacted, in their context
+    assert "git clone https://deploy:<REDACTED:url_password>@git.acme.dev/tinycalc.git /tmp/tinycalc-ref" in (
+        shown.replace('\\"', '"')
     )
     secrets = report["secrets"]
     assert set(PLACEHOLDER_KIND.values()) <= set(secrets["redacted_in_trajectories"])

@@ -470,7 +470,7 @@ def check_components(config: BuildConfig, origin: str | Path) -> None:
                 lookup(readers, src.reader, "reader")
             except UnknownComponent as exc:
                 problems.append(f"field `sources.{i}.reader`: {exc.args[0]}")
-    for i, report in enumerate(config.reports):
+    for i, report in enumerate(config.report_paths()):
         if not Path(report).exists():
             problems.append(f"field `reports.{i}`: no such file or folder: {report}")
     if problems:

@@ -75,7 +75,7 @@ def test_items_refused_for_budget_are_retried_by_the_next_run_and_nothing_is_pai
             f"scenario: swe_issue_fix\nversion: v1\nsources: [{V1}]\nout_dir: {tmp_path / 'out'}\n"
             "tasks: {plan: {}}\n"
             f"generator: {{name: openai, model: gpt-test, base_url: '{server.openai_base_url}', "
-            "budget_usd: 0.004, max_concurrency: 4, prices: {gpt-test: {input: 0.4, output: 1.6}}}\n"
+            "budget_usd: 0.003, max_concurrency: 4, prices: {gpt-test: {input: 0.4, output: 1.6}}}\n"
         )
         first = run_build(load_config(cfg))
         refused = first["problems_by_reason"].get("generate.no_distractors", 0)

@@ -57,6 +57,15 @@ def make_generator(config: BuildConfig) -> DistractorGenerator:
     raise ValueError(f"unknown generator {gen.name!r}; available: offline, {', '.join(LLM_GENERATORS)}")
 
 
+def make_judge(config: BuildConfig) -> Any:
+    """The answer judge `config.judge` names, or None when it is off (the default)."""
+    if not config.judge.generator:
+        return None
+    from flows.settings import make_llm_judge  # SDKs load only when needed
+
+    return make_llm_judge(config)  # API keys are read from the environment here, at the edge
+
+
 def chunks(items: Sequence[T], size: int) -> list[list[T]]:
     """Split `items` into consecutive shards of at most `size`."""
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
@@ -290,13 +299,21 @@ def build(config: BuildConfig) -> dict[str, Any]:
     redactor = hygiene.make_redactor(config.privacy)  # questions and Problems met later
 
     with timer.stage("keep"):
-        kept = stages.label_and_keep(
-            trajs,
-            verdicts.found,
-            [v for r in reads for v in r.verdicts],
-            extractor_cls.reads,
-            config.keep_unknown,
-        )
+        judge = make_judge(config)
+        try:
+            kept = stages.label_and_keep(
+                trajs,
+                verdicts.found,
+                [v for r in reads for v in r.verdicts],
+                extractor_cls.reads,
+                config.keep_unknown,
+                [g for r in reads for g in r.golds],
+                judge,
+            )
+            judge_usage = judge.usage_report() if judge is not None else None
+        finally:
+            if judge is not None:
+                judge.close()
     problems += kept.problems
 
     options = {
@@ -388,6 +405,12 @@ def build(config: BuildConfig) -> dict[str, Any]:
         shown = hygiene.redaction_rows(balanced)
         write_jsonl(out / "redactions.jsonl", shown)
     report = _report(config, files, trajs, kept, golds, by_task, problems, timer)
+    report["judge"] = {
+        "enabled": bool(config.judge.generator),
+        **({"model": config.judge.model} if config.judge.model else {}),
+        "counts": kept.judged,
+        **({"llm": judge_usage} if judge_usage is not None else {}),
+    }
     if llm_usage is not None:
         report["llm"] = llm_usage  # tokens and cost per task and per model
     report["secrets"] = hygiene.secrets_report(
@@ -449,6 +472,8 @@ def _report(
             "gold_steps": len(golds),
             "questions": sum(len(r) for r in by_task.values()),
             "quarantined": sum(1 for p in problems if p.severity == "error"),
+            # runs whose answer the rules could not decide and no judge decided (dropped unless keep_unknown)
+            "needs_judge": sum(1 for t in kept.labelled if t.outcome.reason == "needs_judge"),
         },
         "labels": dict(labels),
         "label_signals": dict(signals),

@@ -285,6 +285,7 @@ def inspect(
         result.verdicts,
         frozenset({"swe", "dr", "envsetup", "generic"}),
         keep_unknown=True,
+        golds=result.golds,
     )
     labelled = keep.labelled
     rows = [

@@ -115,6 +115,63 @@ class GeneratorConfig(_Config):
         return Path(self.cache_path) if self.cache_path else Path(out_dir) / "llm_cache.sqlite"
 
 
+class JudgeConfig(_Config):
+    """The LLM answer judge for deep-research runs the matching rules leave `needs_judge` (off by default).
+
+    With `generator` unset the offline default leaves those runs `unknown` and the report counts them;
+    set, only those runs are sent (rule-decided ones never), through the same cache, limiter, ledger
+    and budget as LLM distractors (`generators.llm.judge`). API keys come only from the environment.
+    """
+
+    generator: str | None = None
+    """`openai`, `anthropic` or `openai-compatible`; none: the judge is off."""
+    model: str | None = None
+    """Model id; else the generator's env model, else `gpt-4.1-mini` / `claude-haiku-4-5` (compatible: the server's first)."""
+    base_url: str | None = None
+    """API base URL; else env `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`."""
+    max_concurrency: int = Field(8, ge=1)
+    """Judge requests in flight at once."""
+    rpm: int | None = Field(None, ge=1)
+    """Requests per minute (none: unlimited)."""
+    tpm: int | None = Field(None, ge=1)
+    """Tokens per minute (none: unlimited)."""
+    max_output_tokens: int = Field(256, ge=16)
+    """Output limit of one verdict."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Per-request timeout of the SDK client."""
+    max_retries: int = Field(4, ge=0)
+    """SDK retries of 408/409/429/5xx and connection errors."""
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    """Model id -> price."""
+    budget_usd: float | None = Field(None, ge=0)
+    """Spend cap of the judge in one build; runs beyond it stay `unknown` (`judge_failed`)."""
+    cache_path: str | None = None
+    """Response cache; default `<out_dir>/llm_cache.sqlite` (shared with LLM distractors)."""
+    batch: bool = False
+    """Use the provider's batch API."""
+    prompt_version: int | None = None
+    """Pin `judge.answer.v<N>.md.j2` (default: the highest version)."""
+
+    def as_generator(self) -> GeneratorConfig:
+        """The LLM settings in the shape the shared client wiring reads."""
+        return GeneratorConfig(
+            name=self.generator or "offline",
+            model=self.model,
+            base_url=self.base_url,
+            max_concurrency=self.max_concurrency,
+            rpm=self.rpm,
+            tpm=self.tpm,
+            max_output_tokens=self.max_output_tokens,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            prices=self.prices,
+            budget_usd=self.budget_usd,
+            cache_path=self.cache_path,
+            batch=self.batch,
+            prompt_versions={"judge.answer": self.prompt_version} if self.prompt_version else {},
+        )
+
+
 class Limits(_Config):
     """Sizes that shape the run."""
 
@@ -271,6 +328,8 @@ class BuildConfig(_Config):
     """Tasks to build, by name."""
     generator: GeneratorConfig = GeneratorConfig()
     """Distractor generator."""
+    judge: JudgeConfig = JudgeConfig()
+    """LLM answer judge for `needs_judge` deep-research runs (off by default)."""
     seed: int = 0
     """Seed of every random choice in the build."""
     keep_unknown: bool = False

@@ -14,12 +14,12 @@ configured prices and budget, and the limiter.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from flows.config import BuildConfig
+from flows.config import BuildConfig, GeneratorConfig
 
 LLM_GENERATORS = ("openai", "anthropic", "openai-compatible")
 
@@ -79,8 +79,11 @@ def prefect_needs_local_server() -> bool:
 
 def generator_problem(config: BuildConfig, settings: Settings | None = None) -> str | None:
     """Why the configured LLM generator cannot start (missing key or endpoint), checked before any stage."""
-    settings = settings or load_settings()
-    gen = config.generator
+    return llm_problem(config.generator, settings or load_settings())
+
+
+def llm_problem(gen: GeneratorConfig, settings: Settings) -> str | None:
+    """Why an LLM client with these settings cannot start (missing key or endpoint)."""
     anthropic_side = gen.name == "anthropic"
     secret = settings.anthropic_api_key if anthropic_side else settings.openai_api_key
     base_url = gen.base_url or (settings.anthropic_base_url if anthropic_side else settings.openai_base_url)
@@ -94,37 +97,35 @@ def generator_problem(config: BuildConfig, settings: Settings | None = None) -> 
     return None
 
 
-def make_llm_generator(config: BuildConfig, settings: Settings | None = None) -> Any:
-    """The LLM generator `config.generator` names, wired to its SDK client, cache, ledger and limiter.
+class LLMParts(NamedTuple):
+    """What one LLM client needs: runner (engine or batch), ledger, response store, prompts, model."""
 
-    Raises:
-        ValueError: unknown name, missing API key, no model, or a budget without a price for the model.
-    """
-    from generators.llm.anthropic_gen import AnthropicGenerator
+    runner: Any
+    ledger: Any
+    store: Any
+    prompts: Any
+    model: str
+    structured: str
+    provider: str
+
+
+def llm_parts(
+    gen: GeneratorConfig, out_dir: str, settings: Settings, default_model: str | None, provider: str
+) -> LLMParts:
+    """Wire an SDK client, response cache, ledger (prices, budget) and limiter for `gen` (see the module docstring)."""
     from generators.llm.batch import AnthropicBatches, BatchRunner, OpenAIBatches
     from generators.llm.clients import AnthropicMessages, OpenAIChat
     from generators.llm.engine import Limiter, LLMEngine
     from generators.llm.ledger import Ledger, Price
-    from generators.llm.openai_compatible import OpenAICompatibleGenerator, discover_model
-    from generators.llm.openai_gen import OpenAIGenerator
+    from generators.llm.openai_compatible import discover_model
     from generators.llm.prompting import PromptLibrary
     from generators.llm.store import ResponseStore
 
-    settings = settings or load_settings()
-    gen = config.generator
-    classes = {
-        "openai": OpenAIGenerator,
-        "anthropic": AnthropicGenerator,
-        "openai-compatible": OpenAICompatibleGenerator,
-    }
-    if gen.name not in classes:
-        raise ValueError(f"unknown LLM generator {gen.name!r}; available: {', '.join(classes)}")
-    cls = classes[gen.name]
     anthropic_side = gen.name == "anthropic"
     secret = settings.anthropic_api_key if anthropic_side else settings.openai_api_key
     key = secret.get_secret_value() if secret is not None else ""
     base_url = gen.base_url or (settings.anthropic_base_url if anthropic_side else settings.openai_base_url)
-    problem = generator_problem(config, settings)
+    problem = llm_problem(gen, settings)
     if problem:
         raise ValueError(problem)
     key = key or PLACEHOLDER_KEY
@@ -143,7 +144,7 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
         "anthropic": settings.anthropic_model,
         "openai-compatible": settings.openai_compatible_model,
     }[gen.name]
-    model = gen.model or env_model or cls.default_model
+    model = gen.model or env_model or default_model
     if not model:
         with openai.OpenAI(**client_args) as probe:
             model = discover_model(probe)
@@ -156,12 +157,12 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
     )
     ledger.require_prices(model)
     prompts = PromptLibrary.load(pins=gen.prompt_versions)
-    store = ResponseStore(gen.cache_file(config.out_dir))
+    store = ResponseStore(gen.cache_file(out_dir))
     if gen.batch:
         api: Any = (
             AnthropicBatches(anthropic.Anthropic(**client_args))
             if anthropic_side
-            else OpenAIBatches(openai.OpenAI(**client_args), cls.provider)
+            else OpenAIBatches(openai.OpenAI(**client_args), provider)
         )
         runner: Any = BatchRunner(
             api, store, ledger, poll_s=gen.batch_poll_s, max_wait_s=gen.batch_max_wait_s, secrets=[key]
@@ -175,27 +176,87 @@ def make_llm_generator(config: BuildConfig, settings: Settings | None = None) ->
         runner = LLMEngine(
             client, store, ledger, Limiter(gen.max_concurrency, gen.rpm, gen.tpm), secrets=[key]
         )
+    return LLMParts(runner, ledger, store, prompts, model, structured, provider)
+
+
+def make_llm_generator(config: BuildConfig, settings: Settings | None = None) -> Any:
+    """The LLM generator `config.generator` names, wired to its SDK client, cache, ledger and limiter.
+
+    Raises:
+        ValueError: unknown name, missing API key, no model, or a budget without a price for the model.
+    """
+    from generators.llm.anthropic_gen import AnthropicGenerator
+    from generators.llm.openai_compatible import OpenAICompatibleGenerator
+    from generators.llm.openai_gen import OpenAIGenerator
+
+    settings = settings or load_settings()
+    gen = config.generator
+    classes = {
+        "openai": OpenAIGenerator,
+        "anthropic": AnthropicGenerator,
+        "openai-compatible": OpenAICompatibleGenerator,
+    }
+    if gen.name not in classes:
+        raise ValueError(f"unknown LLM generator {gen.name!r}; available: {', '.join(classes)}")
+    cls = classes[gen.name]
+    parts = llm_parts(gen, config.out_dir, settings, cls.default_model, cls.provider)
     return cls(
-        runner=runner,
-        ledger=ledger,
-        prompts=prompts,
-        model=model,
+        runner=parts.runner,
+        ledger=parts.ledger,
+        prompts=parts.prompts,
+        model=parts.model,
         temperature=gen.temperature,
         max_output_tokens=gen.max_output_tokens,
         max_context_chars=gen.max_context_chars,
         near_duplicate=gen.near_duplicate,
-        structured=structured,
-        owned=[runner, store],
+        structured=parts.structured,
+        owned=[parts.runner, parts.store],
+    )
+
+
+#: The judge's default model per generator (openai-compatible: the server's first model).
+JUDGE_DEFAULT_MODELS = {"openai": "gpt-4.1-mini", "anthropic": "claude-haiku-4-5", "openai-compatible": None}
+
+
+def make_llm_judge(config: BuildConfig, settings: Settings | None = None) -> Any:
+    """The answer judge `config.judge` names (None when the judge is off)."""
+    from generators.llm.judge import AnswerJudge
+
+    judge = config.judge
+    if not judge.generator:
+        return None
+    if judge.generator not in JUDGE_DEFAULT_MODELS:
+        raise ValueError(
+            f"unknown judge generator {judge.generator!r}; available: {', '.join(JUDGE_DEFAULT_MODELS)}"
+        )
+    provider = "anthropic" if judge.generator == "anthropic" else "openai"
+    if judge.generator == "openai-compatible":
+        provider = "openai-compatible"
+    gen = judge.as_generator()
+    parts = llm_parts(
+        gen, config.out_dir, settings or load_settings(), JUDGE_DEFAULT_MODELS[judge.generator], provider
+    )
+    return AnswerJudge(
+        parts.runner,
+        parts.ledger,
+        parts.prompts,
+        model=parts.model,
+        provider=provider,
+        max_output_tokens=judge.max_output_tokens,
+        owned=[parts.runner, parts.store],
     )
 
 
 __all__ = [
     "LLM_GENERATORS",
     "PREFECT_STARTUP_TIMEOUT_S",
+    "LLMParts",
     "Settings",
     "generator_problem",
+    "llm_parts",
     "load_settings",
     "make_llm_generator",
+    "make_llm_judge",
     "prefect_needs_local_server",
     "prefect_startup_timeout",
 ]

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from extractors.base import ExtractOptions
 from extractors.ingest.bundles import read_input
 from extractors.ingest.sniff import FoundVerdict
+from extractors.labels.gold_answers import FoundGold, join_golds
 from extractors.labels.reports import ReportVerdict
 from extractors.labels.runs import tie_reports
 from extractors.labels.verdicts import apply_verdict
@@ -30,6 +31,7 @@ class ReadResult(NamedTuple):
     problems: list[Problem]
     verdicts: list[FoundVerdict]
     files: int
+    golds: list[FoundGold] = []  # noqa: RUF012 (a NamedTuple default, never mutated)
 
 
 def read_stage(
@@ -39,6 +41,7 @@ def read_stage(
     trajs: list[Trajectory] = []
     problems: list[Problem] = []
     verdicts: list[FoundVerdict] = []
+    golds: list[FoundGold] = []
     for file, forced, *rest in files:
         for out in read_input(
             readers, file, forced, rest[0] if rest else None
@@ -47,9 +50,11 @@ def read_stage(
                 trajs.append(out)
             elif isinstance(out, Problem):
                 problems.append(out)
+            elif isinstance(out, FoundGold):
+                golds.append(out)
             else:
                 verdicts.append(out)
-    return ReadResult(trajs, problems, verdicts, len(files))
+    return ReadResult(trajs, problems, verdicts, len(files), golds)
 
 
 class KeepResult(NamedTuple):
@@ -59,6 +64,8 @@ class KeepResult(NamedTuple):
     labelled: list[Trajectory]
     dropped: Counter[str]
     problems: list[Problem]
+    judged: dict[str, int] = {}  # noqa: RUF012 (a NamedTuple default, never mutated)
+    """What the answer judge did (`sent`, `correct`, `incorrect`, `unsure`, `failed`); empty when off."""
 
 
 def label_and_keep(
@@ -67,9 +74,18 @@ def label_and_keep(
     found: Iterable[FoundVerdict],
     reads: frozenset[str],
     keep_unknown: bool,
+    golds: Iterable[FoundGold] = (),
+    judge: Any = None,
 ) -> KeepResult:
-    """Apply harness verdicts (config reports and reports met among inputs, each tied to its run) and keep successes."""
+    """Apply harness verdicts (config reports and reports met among inputs, each tied to its run) and keep successes.
+
+    Runs without a gold first take one from the gold-answer files met among the inputs. With a
+    `judge` (`generators.llm.judge.AnswerJudge`), runs the rules leave `needs_judge` are relabelled by
+    it; rule-decided runs are never sent.
+    """
     trajs = list(merge_rows(trajs))  # APTBench DR rows are regrouped across files into whole runs
+    joined = iter(join_golds([t for t in trajs if isinstance(t, Trajectory)], golds))
+    trajs = [next(joined) if isinstance(t, Trajectory) else t for t in trajs]
     tied = tie_reports(
         [t for t in trajs if isinstance(t, Trajectory)],
         [*reports, *(ReportVerdict(v.verdict, v.origin) for v in found)],
@@ -80,6 +96,12 @@ def label_and_keep(
     seen: set[str] = set()
     problems: list[Problem] = list(tied.problems)
     runs = [t if isinstance(t, Problem) else apply_verdict(t, tied.of(t)) for t in trajs]
+    judged: dict[str, int] = {}
+    if judge is not None:
+        result = judge.judge([t for t in runs if isinstance(t, Trajectory)])
+        relabelled = iter(result.trajectories)
+        runs = [t if isinstance(t, Problem) else next(relabelled) for t in runs]
+        judged = result.counts
     copies = duplicate_runs([t for t in runs if isinstance(t, Trajectory)])  # one run, several files/formats
     for traj in runs:
         if isinstance(traj, Problem):
@@ -97,7 +119,7 @@ def label_and_keep(
         else:
             dropped[traj.outcome.reason or traj.outcome.label] += 1
     problems += copies.values()
-    return KeepResult(kept, labelled, dropped, problems)
+    return KeepResult(kept, labelled, dropped, problems, judged)
 
 
 def observe_runs(extractor_cls: Any, runs: Iterable[Trajectory]) -> Any:

@@ -91,6 +91,12 @@ def test_the_first_step_and_steps_without_planning_are_never_posed():
     assert not golds and [(p.reason, p.severity) for p in problems] == [("no_eligible_steps", "info")]
 
 
+def test_a_two_step_run_search_then_answer_yields_an_item_for_its_first_step():
+    golds, _ = _golds(_traj([STEPS[0], STEPS[-1].model_copy(update={"index": 1})]), "plan")
+    assert [g.step_index for g in golds][:1] == [0] and golds[0].fields["trajectory"] == "[]"
+    assert golds[0].fields["traj_len"] == 0 and all(c.text != golds[0].gold for c in golds[0].candidates)
+
+
 def test_the_tool_set_lists_the_aptbench_specs_of_the_infodeepseek_tools():
     g = _golds(_traj(STEPS), "plan")[0][0]
     tool_set = g.fields["tool_set"]
@@ -107,7 +113,7 @@ def test_a_chinese_query_gets_aptbench_chinese_wording_and_unescaped_json():
     ]
     traj = _traj(steps, query="青石镇图书馆是哪一年开放的？", final="1998", gold="1998")
     assert language(traj.task) == "zh" and language("Who?") == "en"
-    plan = _golds(traj, "plan")[0][0]
+    plan = next(g for g in _golds(traj, "plan")[0] if g.step_index == 1)
     assert plan.fields["question_instruct"] == INSTRUCT[("plan", "zh")]
     assert "结束任务" in plan.gold and "\\u" not in plan.gold + plan.fields["trajectory"]
     summ = _golds(traj, "summ_ans")[0][0]

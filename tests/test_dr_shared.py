@@ -8,7 +8,7 @@ import pytest
 
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_readers
-from extractors.dr import DeepResearch
+from extractors.dr import DeepResearch, answer_in
 from extractors.ingest.records import find_inputs
 from flows import stages
 from generators.offline import OfflineGenerator
@@ -41,7 +41,11 @@ def test_only_successful_gaia_tapes_give_plan_and_summ_ans_items(shared_dir):
 def test_aptbench_rows_rebuilt_into_runs_give_items_whose_baselines_stay_near_chance(shared_dir):
     kept, golds, _ = _extract(shared_dir / "aptbench-reference" / "deepresearch", keep_unknown=True)
     plan = [g for g in golds if g.task == "plan"]
-    assert len(plan) >= 700 and sum(g.task == "summ_ans" for g in golds) >= 250
+    # summ_ans only where the answer is in the context: APTBench's zh answers are often translations of
+    # names its English observations spell otherwise (`兰福德·里德` for Langford Reed), never posed
+    summ = [g for g in golds if g.task == "summ_ans"]
+    assert len(plan) >= 700 and len(summ) >= 150
+    assert all(answer_in(json.loads(g.fields["trajectory"]), [g.gold]) for g in summ)
     posed = [
         g
         for g in plan

@@ -11,8 +11,6 @@ from extractors.dr.wrong_steps import (
     answer_guess,
     off_topic_browse,
     premature_completion,
-    repeat,
-    skip_ahead,
     wrong_arg,
     wrong_steps,
     wrong_tool,
@@ -49,29 +47,31 @@ def _run(gold_index=1, steps=STEPS, obs=OBS, query="Who designed the Fenwick Bri
     return RunView(steps, obs, gold_index, query, lang, TOOLS)
 
 
-def test_premature_completion_moves_the_runs_own_completion_step_early():
-    (c,) = premature_completion(_run(), random.Random(0))
-    assert c.step == STEPS[3]
+def test_premature_completion_never_offers_the_runs_own_completion_step():
+    assert not list(
+        premature_completion(_run(), random.Random(0))
+    )  # the run completes later: a step of the run
     assert not list(premature_completion(_run(gold_index=3), random.Random(0)))  # the gold already ends it
     answer = [*STEPS[:3], _s("Answer.", "gaia_answer", answer="Margaret Hale")]
     assert not list(premature_completion(_run(steps=answer), random.Random(0)))  # would show the answer
+
+
+def test_no_candidate_is_a_step_of_the_run_and_synthetic_planning_borrows_the_runs_own():
+    for gold in range(1, len(STEPS)):
+        run = _run(gold_index=gold)
+        steps = wrong_steps(run, random.Random(gold))
+        assert steps
+        for c in steps:
+            assert c.step not in STEPS and c.step["execution"] not in [s["execution"] for s in STEPS]
+    plannings = {s["planning"] for s in STEPS}
+    made = [c for g in range(1, 4) for c in wrong_steps(_run(gold_index=g), random.Random(g))]
+    assert sum(c.step["planning"] in plannings for c in made) >= len(made) // 2
 
 
 def test_a_run_without_a_completion_step_gets_task_complete_in_the_querys_language():
     (c,) = premature_completion(_run(steps=STEPS[:3], obs=OBS[:3], lang="zh"), random.Random(1))
     assert c.step["execution"] == {"name": "task_complete", "args": {}}
     assert any("\u4e00" <= ch <= "\u9fff" for ch in c.step["planning"])
-
-
-def test_repeat_offers_earlier_searches_and_visits_verbatim_most_recent_first():
-    assert [c.step for c in repeat(_run(gold_index=2), random.Random(0))] == [STEPS[1], STEPS[0]]
-
-
-def test_skip_ahead_takes_a_later_step_only_when_it_names_what_the_gold_finds():
-    # at the browse step, searching "Margaret Hale" presupposes the page's answer
-    assert [c.step for c in skip_ahead(_run(gold_index=1), random.Random(0))] == [STEPS[2]]
-    independent = [*STEPS[:2], _s("Search the bridge's length.", "web_search", text="Fenwick Bridge length")]
-    assert not list(skip_ahead(_run(steps=independent, obs=OBS[:3]), random.Random(0)))
 
 
 def test_wrong_tool_and_wrong_argument_names_are_near_misses_outside_the_tool_set():
@@ -83,10 +83,11 @@ def test_wrong_tool_and_wrong_argument_names_are_near_misses_outside_the_tool_se
         (a,) = wrong_arg(_run(), STEPS[0], rng)
         assert list(a.step["execution"]["args"]) != ["text"] and a.step["execution"]["name"] == "web_search"
         assert list(a.step["execution"]["args"].values()) == ["Fenwick Bridge designer 1911"]
-    # an earlier step keeps its own planning; the gold's is restated (a copy would be a near-duplicate)
+    # an earlier step keeps its own planning
     assert t.step["planning"] == STEPS[0]["planning"]
     (g,) = wrong_tool(_run(gold_index=0), STEPS[0], rng)
-    assert g.step["planning"] != STEPS[0]["planning"] and "Fenwick Bridge designer 1911" in g.step["planning"]
+    # the gold's own planning is never copied; another step's of the same tool keeps the run's register
+    assert g.step["planning"] != STEPS[0]["planning"] and g.step["planning"] == STEPS[2]["planning"]
 
 
 def test_off_topic_browse_opens_a_listed_page_the_run_never_opens_and_skips_assets():

@@ -118,6 +118,26 @@ def test_a_repolaunch_run_that_did_not_complete_is_a_failure_named_by_its_except
     assert traj.outcome.label == "failure" and traj.outcome.reason == "launch_failed"
 
 
+def test_a_completed_repolaunch_run_with_a_later_exception_follows_the_harness_rule(samples, tmp_path):
+    import shutil
+
+    src = samples / "repolaunch/ts/playground/quietlog__quietlog-42"
+    dst = tmp_path / "ts/playground/quietlog__quietlog-42"
+    shutil.copytree(src, dst)
+    result = json.loads((dst / "result.json").read_text())
+    result["exception"] = "Failed to cleanup session: container already removed"
+    (dst / "result.json").write_text(json.dumps(result))
+    traj, _ = _run(dst / "setup.log")
+    # RepoLaunch's collect step keeps every run whose `completed` is true
+    assert traj.outcome.label == "success"
+    assert "completed=true" in traj.outcome.signal and "container already removed" in traj.outcome.signal
+    assert "completed=false" not in traj.outcome.signal
+    result["completed"] = False
+    (dst / "result.json").write_text(json.dumps(result))
+    traj, _ = _run(dst / "setup.log")
+    assert traj.outcome.label == "failure" and traj.outcome.signal == "result.json completed=false"
+
+
 def test_installamatic_builds_are_labelled_by_their_trial_in_the_eval_json(samples):
     folder = samples / "installamatic/logs/messages/quiet-otter"
     ok, run = _run(folder / "gpt-4o-mini-pgtiny-build-0.json")

@@ -19,6 +19,7 @@ from extractors.base import Origin
 from extractors.discovery import discover_readers
 from extractors.ingest.records import Record, find_inputs, iter_records
 from extractors.ingest.sniff import FoundVerdict, read_record
+from extractors.labels.gold_answers import FoundGold
 from schemas import Problem, Trajectory
 
 READERS = discover_readers()
@@ -141,7 +142,7 @@ def _check(out: Any, name: str | None) -> None:
         if name in OWN:  # this readers say precisely what is wrong, never a bare crash
             assert out.reason not in ("reader_error", "malformed_record"), out
     else:
-        assert out is None or isinstance(out, (Trajectory, FoundVerdict, list)), type(out)
+        assert out is None or isinstance(out, (Trajectory, FoundVerdict, FoundGold, list)), type(out)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -41,3 +41,47 @@ def test_a_step_without_a_kind_is_a_problem_naming_the_step():
     p = _one("broken_step.json")
     assert isinstance(p, Problem) and p.reason == "missing_field" and "steps[2]" in p.detail
     assert p.where == str(FIX / "broken_step.json")
+
+
+def test_search_results_keep_their_text_in_either_tape_schema(tmp_path):
+    import orjson
+
+    tape = orjson.loads((FIX / "moon_correct.json").read_bytes())
+    serp = [
+        {
+            "title": "Apollo 11",
+            "url": "https://en.wikipedia.org/wiki/Apollo_11",
+            "content": "landed 20 July 1969",
+        },
+        {"title": "Old", "url": "https://example.org/old", "snippet": "the 2025-01 field"},
+    ]
+    for s in tape["steps"]:
+        if s["kind"] == "search_results_observation":
+            s["serp"] = serp
+    (tmp_path / "t.json").write_bytes(orjson.dumps(tape))
+    (t,) = list(read_file(READERS, str(tmp_path / "t.json")))
+    obs = t.steps[0].observation
+    assert "landed 20 July 1969" in obs and "the 2025-01 field" in obs and "Apollo_11" in obs
+
+
+def test_every_shared_tape_search_result_arrives_with_its_text(shared_dir):
+    import orjson
+
+    root = shared_dir / "trajectories" / "tapeagents-gaia"
+    assert root.is_dir(), f"{root} is missing"
+    checked = 0
+    for f in sorted(root.rglob("*.json")):
+        raw = orjson.loads(f.read_bytes())
+        texts = [
+            r.get("content") or r.get("snippet")
+            for s in raw.get("steps", [])
+            if s.get("kind") == "search_results_observation"
+            for r in s.get("serp", [])
+        ]
+        (t,) = list(read_file(READERS, str(f)))
+        seen = "\n".join(s.observation or "" for s in t.steps)
+        for text in texts:
+            if text and len(text) > 40:
+                assert text[:40] in seen, f"{f.name}: result text lost"
+                checked += 1
+    assert checked >= 150

@@ -8,9 +8,12 @@ observation; `final_answer`, `gold_answer`. Produces gold steps for
   context `trajectory` = the JSON list of the steps before it, each with its `observation`.
   `GoldStep.candidates` holds wrong next steps for the generator: the real wrong alternatives
   APTBench shipped for that step (`meta["wrong_next_steps"]`, runs rebuilt from APTBench rows)
-  alternating with the rule-made steps of `wrong_steps` (those under a real planning first).
+  alternating with the rule-made steps of `wrong_steps` (those under a real planning first), never
+  one repeating a call the run itself made (no option is a step of the same run).
   `group` is the query (runs answering the same question share it: their steps may be right).
-- `summ_ans` (completion): gold = the run's final answer, short (the agent's answer, else the
+- `summ_ans` (completion): only when the answer (or a gold alias) appears in the context as shown,
+  after truncation (an observation holding it keeps that passage in view, `truncate_around`), else
+  an `answer_not_in_context` Problem; gold = the run's final answer, short (the agent's answer, else the
   reference answer of a run judged successful; one line, at most `MAX_ANSWER_CHARS`, no `]`,
   which APTBench's scorer cuts at); context = the whole run without its answer-carrying last
   steps (a final message, `gaia_answer{answer}`); an argument-free `task_complete` stays, as in
@@ -22,7 +25,8 @@ a CJK ideograph, the rule the publish step splits `_en` / `_zh` by), `tool_set` 
 `\\n    (1) {...}\\n` listing), `traj_len`, `query_answer`.
 
 Which steps become `plan` items (documented, seeded): a step is eligible when at least one step
-precedes it, it has a tool call and non-empty planning, and its JSON is at most
+precedes it (in a run of exactly two tool calls, a search and an answer, its first step is
+eligible too, with an empty trajectory), it has a tool call and non-empty planning, and its JSON is at most
 `MAX_GOLD_CHARS`. Steps APTBench itself posed (those with real wrong alternatives) are taken
 first, then `Random(h(seed, trajectory_id, task))` fills up to `max_items_per_trajectory`.
 
@@ -43,6 +47,7 @@ from typing import Any
 from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, unknown_task
 from extractors.dr.wording import COMPLETION_TOOLS
 from extractors.dr.wrong_steps import RunView, wrong_steps
+from extractors.labels.answers import normalize
 from schemas import Candidate, GoldStep, Problem, Step, Trajectory, content_id
 from schemas.text import truncate_middle
 
@@ -109,15 +114,44 @@ def language(query: str) -> str:
     return "zh" if _CJK.search(query) else "en"
 
 
-def step_object(step: Step, observation_limit: int | None = None) -> dict[str, Any]:
-    """A step as APTBench's `{planning, execution, observation}` (observation only when recorded)."""
+def truncate_around(text: str, limit: int, needles: Sequence[str]) -> str:
+    """`truncate_middle`, except that the first passage holding one of `needles` stays in view.
+
+    The kept text is a head, the passage around the match, and a tail, with the omitted stretches
+    marked as `truncate_middle` marks them.
+    """
+    if limit <= 0 or len(text) <= limit:
+        return text
+    low = text.lower()
+    hits = [i for n in needles if n and (i := low.find(n.lower())) >= 0]
+    if not hits:
+        return truncate_middle(text, limit)
+    at = min(hits)
+    head = tail = limit // 4
+    half = (limit - head - tail) // 2
+    lo, hi = max(head, at - half), min(len(text) - tail, at + half)
+    if lo <= head:  # the passage is already in the head
+        return truncate_middle(text, limit, head=max(head, hi))
+    if hi >= len(text) - tail:
+        return truncate_middle(text, limit, head=limit - (len(text) - lo))
+    return (
+        f"{text[:head]}\n[... {lo - head} characters omitted ...]\n{text[lo:hi]}"
+        f"\n[... {len(text) - tail - hi} characters omitted ...]\n{text[len(text) - tail :]}"
+    )
+
+
+def step_object(step: Step, observation_limit: int | None = None, keep: Sequence[str] = ()) -> dict[str, Any]:
+    """A step as APTBench's `{planning, execution, observation}` (observation only when recorded).
+
+    `keep`: strings (the answer and its aliases) whose first passage an observation keeps in view.
+    """
     assert step.action is not None
     obj: dict[str, Any] = {
         "planning": step.thought.strip(),
         "execution": {"name": step.action.tool, "args": dict(step.action.args)},
     }
     if observation_limit is not None and step.observation is not None:
-        obj["observation"] = truncate_middle(step.observation, observation_limit)
+        obj["observation"] = truncate_around(step.observation, observation_limit, keep)
     return obj
 
 
@@ -165,11 +199,13 @@ def render_tool_set(specs: Sequence[dict[str, Any]]) -> str:
     return "\n" + "".join(f"    ({i}) {dumps(spec)}\n" for i, spec in enumerate(specs, start=1))
 
 
-def fit_context(steps: Sequence[Step], options: ExtractOptions) -> list[dict[str, Any]] | None:
+def fit_context(
+    steps: Sequence[Step], options: ExtractOptions, keep: Sequence[str] = ()
+) -> list[dict[str, Any]] | None:
     """The steps as APTBench objects within the budget (the documented rule), or None."""
     limit = options.max_observation_chars
     while True:
-        objs = [step_object(s, limit) for s in steps if s.action is not None]
+        objs = [step_object(s, limit, keep) for s in steps if s.action is not None]
         if estimate_tokens(dumps(objs)) <= options.max_context_tokens or limit <= _MIN_OBSERVATION_CHARS:
             break
         limit = max(_MIN_OBSERVATION_CHARS, limit // 2)
@@ -204,6 +240,20 @@ def short_answer(traj: Trajectory) -> str | None:
     return None
 
 
+def answer_aliases(traj: Trajectory, answer: str) -> list[str]:
+    """The answer and every gold alias the run carries."""
+    extra = traj.meta.get("gold_aliases") if isinstance(traj.meta.get("gold_aliases"), list) else []
+    return [a for a in dict.fromkeys([answer, traj.gold_answer or "", *map(str, extra)]) if a.strip()]
+
+
+def answer_in(context: Sequence[dict[str, Any]], aliases: Sequence[str]) -> bool:
+    """Does the answer (or an alias) appear in the context, after normalisation?"""
+    text = normalize(
+        " ".join(str(o.get("observation", "")) + " " + str(o.get("planning", "")) for o in context)
+    )
+    return any((n := normalize(a)) and n in text for a in aliases)
+
+
 def evidence_steps(traj: Trajectory) -> tuple[Step, ...]:
     """The run without its answer-carrying last steps (a final message, a completion with arguments)."""
     steps = list(traj.steps)
@@ -214,7 +264,7 @@ def evidence_steps(traj: Trajectory) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-@extractor("dr", version=1, reads={"dr"}, tasks=("plan", "summ_ans"))
+@extractor("dr", version=2, reads={"dr"}, tasks=("plan", "summ_ans"))
 class DeepResearch:
     """Gold next steps and final answers from successful deep-research runs."""
 
@@ -285,6 +335,18 @@ class DeepResearch:
                 detail=f"summ_ans: {len(steps)} evidence steps, budget {options.max_context_tokens} tokens",
             )
             return
+        aliases = answer_aliases(traj, answer)
+        if not answer_in(context, aliases):  # truncation cut the evidence: keep its passage in view
+            context = fit_context(steps, options, aliases) or context
+        if not answer_in(context, aliases):
+            yield Problem(
+                where=where,
+                stage="extract",
+                reason="answer_not_in_context",
+                severity="info",
+                detail=f"summ_ans: neither {answer!r} nor an alias appears in the {len(context)} evidence steps",
+            )
+            return
         fields = {**common, "traj_len": len(context), "trajectory": dumps(context)}
         yield self._gold_step(traj, "summ_ans", len(traj.steps), answer, fields, options)
 
@@ -292,7 +354,9 @@ class DeepResearch:
         self, traj: Trajectory, common: dict[str, Any], lang: str, where: str, options: ExtractOptions
     ) -> Iterator[GoldStep | Problem]:
         steps = traj.steps
-        eligible = [s.index for s in steps if self._eligible(s)]
+        calls = [s for s in steps if s.action is not None and s.action.tool not in _SKIP_TOOLS]
+        short_run = len(calls) == 2  # a search and an answer: its first step is the only plan item
+        eligible = [s.index for s in steps if self._eligible(s, short_run)]
         if not eligible:
             yield Problem(
                 where=where,
@@ -314,9 +378,10 @@ class DeepResearch:
             for s in steps
         ]
         tools = frozenset(spec_name(t) for t in specs)
+        executions = [o["execution"] for o in objects]
         for i in chosen:
             context = fit_context(steps[:i], options)
-            if not context:
+            if context is None or (not context and not short_run):
                 reason = "context_too_long" if context is None else "no_context_steps"
                 yield Problem(
                     where=f"{where}#step{i}",
@@ -329,7 +394,8 @@ class DeepResearch:
             gold = dumps(objects[i])
             run = RunView(objects, [s.observation for s in steps], i, traj.task, lang, tools)
             item_rng = random.Random(content_id(options.seed, traj.trajectory_id, "plan", i))
-            made_steps = wrong_steps(run, item_rng)
+            # never a step of the same run: no candidate repeats any call the run made
+            made_steps = [c for c in wrong_steps(run, item_rng) if c.step["execution"] not in executions]
             made = [dumps(c.step) for c in made_steps]
             theirs = [dumps(w) for w in real.get(i, []) if isinstance(w, dict) and "execution" in w]
             origin = {t: "llm:aptbench" for t in theirs}
@@ -351,9 +417,9 @@ class DeepResearch:
             yield self._gold_step(traj, "plan", i, gold, fields, options, candidates)
 
     @staticmethod
-    def _eligible(step: Step) -> bool:
+    def _eligible(step: Step, short_run: bool = False) -> bool:
         if (
-            step.index < 1
+            (step.index < 1 and not short_run)
             or step.action is None
             or step.action.tool in _SKIP_TOOLS
             or not step.thought.strip()

@@ -6,13 +6,9 @@ search. Offline, the same kinds are made here by rules from the run itself, so e
 in the run's language, tools and sites. Each family returns `(family, step)` pairs; a step is the
 APTBench object `{"planning": ..., "execution": {"name": ..., "args": {...}}}`.
 
-- `premature_completion`: the run's own completion step (its planning and call) moved before the
-  evidence is in; a run without one gets `task_complete` and a stock phrase in the query's language
+- `premature_completion`: `task_complete` before the evidence is in, with a stock phrase in the query's language
   (the phrasings APTBench's own rows use: "结束任务", "Indicate task completion"). Answer-carrying
   completions (`gaia_answer{answer: ...}`) are never moved: they would show the run's final answer.
-- `repeat`: an earlier search or browse step of the run, verbatim (redundant search).
-- `skip_ahead`: a later step of the run whose arguments name something only found after the gold
-  (a URL or term the agent cannot know yet).
 - `wrong_tool` / `wrong_arg` (one of them per item): a call under a near-miss tool name that is not
   in the run's tool set, or with one argument under a near-miss name (`text` -> `query`); applied
   to a copy of the gold or, in place, to one of the candidates above (see `wrong_steps`).
@@ -31,7 +27,6 @@ near-duplicates are left to the generator.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Iterator, Sequence
@@ -86,11 +81,8 @@ def premature_completion(run: RunView, rng: random.Random) -> Iterator[Candidate
     gold = run.steps[run.gold_index]["execution"]["name"]
     if gold in COMPLETION_TOOLS:
         return
-    later = [s for s in run.steps[run.gold_index + 1 :] if s["execution"]["name"] in COMPLETION_TOOLS]
-    if later:
-        if not later[-1]["execution"]["args"] and later[-1]["planning"].strip():
-            yield Candidate("premature_completion", later[-1])
-        return
+    if any(s["execution"]["name"] in COMPLETION_TOOLS for s in run.steps[run.gold_index + 1 :]):
+        return  # the run's own completion would be a step of the same run
     names = sorted(run.tools & COMPLETION_TOOLS)
     if names and names[0] == "task_complete":
         yield Candidate(
@@ -98,19 +90,29 @@ def premature_completion(run: RunView, rng: random.Random) -> Iterator[Candidate
         )
 
 
-def repeat(run: RunView, rng: random.Random) -> Iterator[Candidate]:
-    """Earlier searches and page visits, verbatim, most recent first."""
-    for s in reversed(run.steps[: run.gold_index]):
-        args = s["execution"]["args"]
-        if (search_key(args) or url_key(args)) and s["planning"].strip():
-            yield Candidate("repeat", s)
-
-
 def _planning_for(run: RunView, base: dict[str, Any], rng: random.Random) -> str | None:
     """Keep a real step's own planning; the gold's is restated (a copy would be a near-duplicate)."""
     if base is not run.steps[run.gold_index] and base["planning"].strip():
         return base["planning"]
-    return plain_planning(base["execution"]["name"], base["execution"]["args"], run.lang, rng)
+    return register_planning(run, base["execution"]["name"], base["execution"]["args"], rng)
+
+
+def register_planning(run: RunView, tool: str, args: dict[str, Any], rng: random.Random) -> str | None:
+    """Planning in the run's own register: that of the run's nearest other step calling `tool`
+    (before the gold first), else its nearest other planning at all, else a plain restatement.
+
+    Template wording ("Find X.", "Browse the Y page") is the commonest option-only tell where the
+    run's own planning reads otherwise (key: value notes, JSON plan lists, long reasoning).
+    """
+    gold = run.steps[run.gold_index]
+    order = [*reversed(run.steps[: run.gold_index]), *run.steps[run.gold_index + 1 :]]
+    own = [s["planning"] for s in order if s["planning"].strip() and s["planning"] != gold["planning"]]
+    same_tool = [s["planning"] for s in order if s["execution"]["name"] == tool and s["planning"] in own]
+    if same_tool:
+        return same_tool[0]
+    if own:  # the run's latest reasoning, carried on to another call
+        return own[0]
+    return plain_planning(tool, args, run.lang, rng)
 
 
 def wrong_tool(run: RunView, base: dict[str, Any], rng: random.Random) -> Iterator[Candidate]:
@@ -151,7 +153,7 @@ def question_search(run: RunView, rng: random.Random) -> Iterator[Candidate]:
     q = " ".join(words[:8]) if len(words) > 1 else run.query.strip("？?")[:30]
     if q and q != args[key]:
         new = {**args, key: q}
-        yield Candidate("question_search", call(name, new, plain_planning(name, new, run.lang, rng) or q))
+        yield Candidate("question_search", call(name, new, register_planning(run, name, new, rng) or q))
 
 
 def _search_template(run: RunView) -> tuple[dict[str, Any], str] | None:
@@ -173,7 +175,7 @@ def vague_search(run: RunView, rng: random.Random) -> Iterator[Candidate]:
     q = vague_query(args[key], run.lang)
     if q and q != args[key]:
         new = {**args, key: q}
-        yield Candidate("vague_search", call(name, new, plain_planning(name, new, run.lang, rng) or q))
+        yield Candidate("vague_search", call(name, new, register_planning(run, name, new, rng) or q))
 
 
 def off_topic_browse(run: RunView, rng: random.Random) -> Iterator[Candidate]:
@@ -204,42 +206,21 @@ def off_topic_browse(run: RunView, rng: random.Random) -> Iterator[Candidate]:
         for item in listed(obs or ""):
             if item.url not in opened and item.url not in found and item.title:
                 words = {w.casefold() for w in _WORD.findall(item.block)} | set(_CJK.findall(item.block))
-                found[item.url] = (len(words & query_words), item.title)
+                title = " ".join(item.title.replace("…", " ").replace("...", " ").split())
+                found[item.url] = (len(words & query_words), title)
     for k, url in enumerate(sorted(found, key=lambda u: (found[u][0], u))[:3]):
         args = {**template["args"], ukey: url}
         if gkey and not (k == 0 and url_key(gold["args"])):
             args[gkey] = found[url][1]
         yield Candidate(
             "off_topic_browse",
-            call(template["name"], args, plain_planning(template["name"], args, run.lang, rng) or url),
+            call(template["name"], args, register_planning(run, template["name"], args, rng) or url),
         )
 
 
 def _terms(text: str) -> set[str]:
     """Words of 3+ characters (case-folded) and CJK runs: what a call's arguments name."""
     return {w.casefold() for w in _TERM.findall(text)}
-
-
-def skip_ahead(run: RunView, rng: random.Random) -> Iterator[Candidate]:
-    """A later step of the run taken now: its arguments name something only found after the gold.
-
-    A later search or visit whose arguments hold a term (or URL) absent from the question and
-    everything before the gold, but present in an observation from the gold on, presupposes
-    evidence the agent does not have yet. Later steps without such a term could be valid now
-    and are never used.
-    """
-    known = _terms(run.query)
-    for s, obs in zip(run.steps[: run.gold_index], run.observations[: run.gold_index], strict=True):
-        known |= _terms(json.dumps(s, ensure_ascii=False)) | _terms(obs or "")
-    for j in range(run.gold_index + 1, len(run.steps)):
-        step = run.steps[j]
-        args = step["execution"]["args"]
-        if not (search_key(args) or url_key(args)) or not step["planning"].strip():
-            continue
-        new = _terms(" ".join(str(v) for v in args.values())) - known
-        later = set().union(*(_terms(o or "") for o in run.observations[run.gold_index : j]))
-        if new & later:
-            yield Candidate("skip_ahead", step)
 
 
 _ANSWER_KEYS = ("answer", "final_answer", "result")
@@ -280,8 +261,6 @@ def answer_guess(run: RunView, rng: random.Random) -> Iterator[Candidate]:
 
 CONTENT_FAMILIES = (
     premature_completion,
-    repeat,
-    skip_ahead,
     vague_search,
     question_search,
     off_topic_browse,

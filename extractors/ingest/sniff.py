@@ -1,8 +1,9 @@
 """Route each raw record to the reader that recognises it, and turn failures into Problems.
 
 `read_file` is the whole read stage for one file: decode, sniff (or use the reader the config
-names), read; harness reports met among the inputs are handed back as verdicts, and known
-non-trajectory artefacts (predictions files) are skipped with an `info` Problem.
+names), read; harness reports met among the inputs are handed back as verdicts, gold-answer
+files (`question` + `answer`) as `FoundGold` records, and known non-trajectory artefacts
+(predictions files) are skipped.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pydantic import ValidationError
 
 from extractors.base import Origin, ReadError
 from extractors.ingest.records import Record, iter_records
+from extractors.labels.gold_answers import FoundGold, parse_gold
 from extractors.labels.reports import RunVerdict, parse_report
 from schemas import Problem, Trajectory
 
@@ -50,7 +52,7 @@ def sniff_reader(readers: Mapping[str, Any], data: Any) -> Any | None:
 
 def read_record(
     readers: Mapping[str, Any], rec: Record, forced: str | None = None
-) -> Trajectory | Problem | FoundVerdict | list[FoundVerdict] | None:
+) -> Trajectory | Problem | FoundVerdict | FoundGold | list[FoundVerdict] | None:
     """Read one record; None for a skipped artefact."""
     where = str(rec.origin)
     cls = readers.get(forced) if forced else sniff_reader(readers, rec.data)
@@ -61,6 +63,8 @@ def read_record(
             verdicts = []
         if verdicts:
             return verdicts
+        if (gold := parse_gold(rec.data, rec.origin)) is not None:
+            return gold
         if _is_predictions(rec.data):
             return None
         keys = ", ".join(sorted(rec.data)[:8]) if isinstance(rec.data, dict) else type(rec.data).__name__
@@ -98,7 +102,7 @@ def read_record(
 
 def read_file(
     readers: Mapping[str, Any], file: str, forced: str | None = None, root: str | None = None
-) -> Iterator[Trajectory | Problem | FoundVerdict]:
+) -> Iterator[Trajectory | Problem | FoundVerdict | FoundGold]:
     """Read every record of one file (`root`: the input folder it was found under, for stable ids)."""
     for rec in iter_records(file, root):
         if isinstance(rec, Problem):

@@ -288,5 +288,5 @@ def answered_run(
         final_answer=final,
         gold_answer=golds[0] if golds else None,
         tool_set=tool_set,
-        meta=meta,
+        meta={**meta, "gold_aliases": golds} if len(golds) > 1 else meta,
     )

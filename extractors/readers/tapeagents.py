@@ -6,6 +6,9 @@ Thought kinds (`reasoning_thought`, `plan_thought`, `list_of_facts_thought`,
 the next action; `*_action` steps are actions (tool = kind without `_action`, args = the step's
 fields); observations (`*_observation`, `code_execution_result`, `action_execution_failure`)
 attach to the action before them; `set_next_node` is control flow and dropped.
+Result text per tape schema version: a search result's text is `snippet` in the 2025-01 tapes
+and `content` in the 2025-10 ones (both read, whichever is filled; `text` / `description` too);
+a page is `text`; a video observation its `subtitle_text`; code results their `output`.
 Label: the final answer `metadata.result` (else the `gaia_answer_action.answer`) matched against
 `metadata.task["Final answer"]` by `answers.judge_answer`; `gaia_answer_action.success` is the
 agent's own claim and decides nothing. Kind `dr`.
@@ -51,17 +54,27 @@ def _thought_text(step: dict[str, Any]) -> str:
     return "\n".join(f"{k}: {_as_text(v)}" for k, v in fields.items())
 
 
+#: Fields holding a search result's text, by tape schema version (first filled one wins).
+_RESULT_TEXT = ("content", "snippet", "text", "description")
+
+
+def _result_text(result: dict[str, Any]) -> str:
+    return next((v for k in _RESULT_TEXT if isinstance(v := result.get(k), str) and v.strip()), "")
+
+
 def _observation_text(step: dict[str, Any]) -> str:
     kind = step.get("kind")
     if kind == "search_results_observation" and isinstance(step.get("serp"), list):
         lines = [
-            f"{r.get('title', '')}\n{r.get('url', '')}\n{r.get('snippet', '')}"
+            "\n".join(p for p in (str(r.get("title") or ""), str(r.get("url") or ""), _result_text(r)) if p)
             for r in step["serp"]
             if isinstance(r, dict)
         ]
         return "\n\n".join(lines)
     if kind == "page_observation" and isinstance(step.get("text"), str):
         return step["text"]
+    if kind == "video_observation" and isinstance(step.get("subtitle_text"), str) and step["subtitle_text"]:
+        return step["subtitle_text"]
     if kind == "code_execution_result":
         result = step.get("result")
         if isinstance(result, dict):

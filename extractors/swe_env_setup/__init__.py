@@ -25,31 +25,32 @@ Which steps become items: all eligible ones, then at most `max_items_per_traject
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from extractors._balance import balanced_head
 from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, unknown_task
 from extractors.readers.envsetup.common import run_of
 from extractors.shell.commands import describe
 from extractors.swe_env_setup.errors import (
+    MAX_LINE_CHARS,
     ErrorPair,
     FailedFix,
     error_class,
     error_pairs,
     failed_fixes,
-    failing_commands,
     fix_lines,
+    installed,
+    invocation,
     render_fix,
+    repo_dir,
 )
-from extractors.swe_env_setup.plan import (
-    balance_lengths,
-    plan_distractors,
-    repo_info,
-    required_steps,
-    similarity,
-)
+from extractors.swe_env_setup.plan import plan_distractors, repo_info, required_steps, similarity
+from extractors.swe_env_setup.plan_variants import clean_plan, remap_required, wrong_plans
 from extractors.swe_env_setup.steps import (
+    PlanStep,
     commands,
     normalise_target,
     plan_steps,
@@ -57,9 +58,53 @@ from extractors.swe_env_setup.steps import (
     split_target,
     target_drop,
 )
+from extractors.swe_env_setup.wrong_fixes import wrong_fixes
 from schemas import Candidate, GoldStep, Problem, Trajectory, content_id
 from schemas.envsetup import EnvSetupRun
 from schemas.text import truncate_middle
+
+_NAMED = re.compile(r"^\d+\. In `([^`]+)`", re.M)
+_CODE = re.compile(r"`([^`]+)`")
+_PATHLIKE = re.compile(r"[\w.\-]+(?:/[\w.\-]+)+|[\w\-]+\.(?:py|sh|cfg|json|ya?ml|txt|toml|ipynb)\b")
+
+
+_FORM = re.compile(r"^\d+\. (Run `[\w.-]+(?: [\w.-]+)?|Re-run it as|In `|\w+)")
+
+
+def _form(fix: str) -> str:
+    m = _FORM.match(fix)
+    return m.group(1) if m else ""
+
+
+def _verb(fix: str) -> str:
+    m = re.match(r"^\d+\. In `[^`]+`, (\w+)", fix)
+    return m.group(1) if m else ""
+
+
+def _lines(fix: str) -> list[str]:
+    return [re.sub(r"^\d+\.\s*", "", ln) for ln in fix.split("\n") if ln.strip()]
+
+
+def mentions_only(fix: str, context: str) -> bool:
+    """Does every file or path the fix names appear in the item (its issue and setup so far)?
+
+    Packages may be new to the item (installing the wrong one is the commonest failed fix); files may not.
+    """
+    low = context.lower()
+    for m in _NAMED.finditer(fix):
+        if m.group(1) and m.group(1).rsplit("/", 1)[-1].lower() not in low:
+            return False
+    for code in _CODE.findall(fix):
+        for path in _PATHLIKE.findall(code):
+            parts = [p for p in path.lower().split("/") if p not in {"", ".", ".."}]
+            if parts and not any(p in low for p in parts[-1:]):
+                return False
+    return True
+
+
+#: An error item needs six wrong fixes of its own (APTBench's 7 options): the generator's pool holds other
+#: runs' golds, which name files this item never shows.
+MIN_ERROR_CANDIDATES = 6
 
 
 class FixLibrary(NamedTuple):
@@ -67,9 +112,11 @@ class FixLibrary(NamedTuple):
 
     fixes: tuple[FailedFix, ...] = ()
     """All of them, in run order."""
+    installs: tuple[tuple[str, PlanStep], ...] = ()
+    """`(run_id, install step)` of every labelled run's plan (`plan` distractors of other repositories)."""
 
 
-@extractor("swe_env_setup", version=1, reads={"envsetup"}, tasks=("plan", "action", "error"))
+@extractor("swe_env_setup", version=2, reads={"envsetup"}, tasks=("plan", "action", "error"))
 class SweEnvSetup:
     """Gold commands, fixes and plans from successful environment-setup runs."""
 
@@ -80,12 +127,15 @@ class SweEnvSetup:
     def observe(runs: Iterable[Trajectory]) -> FixLibrary:
         """Collect the fixes that failed in every labelled run, failed runs included (`error` distractors)."""
         found: list[FailedFix] = []
+        installs: list[tuple[str, PlanStep]] = []
         for traj in runs:
             try:
-                found += failed_fixes(run_of(traj))
+                run = run_of(traj)
             except (KeyError, ValueError):
                 continue
-        return FixLibrary(tuple(dict.fromkeys(found)))
+            found += failed_fixes(run)
+            installs += [(run.run_id, s) for s in plan_steps(run) if s.category == "install"]
+        return FixLibrary(tuple(dict.fromkeys(found)), tuple(installs))
 
     def use(self, library: FixLibrary) -> None:
         """Take the build-wide fix library `observe` returned."""
@@ -194,62 +244,108 @@ class SweEnvSetup:
         self, traj: Trajectory, run: EnvSetupRun, options: ExtractOptions, where: str
     ) -> list[GoldStep | Problem]:
         pairs = error_pairs(run)
-        worked = {p.fail: render_fix(fix_lines(run, p.fix, p.fail)) for p in pairs}
-        failed_elsewhere = [render_fix(fix_lines(run, f)) for f in failing_commands(run)]
         out: list[GoldStep | Problem] = []
+        undetermined = thin = 0
         for p in pairs:
-            gold = worked[p.fail]
-            if not gold:
+            gold = render_fix(fix_lines(run, p.fix, p.fail))
+            if not gold or p.error is None:
+                undetermined += 1
                 continue
-            own = [render_fix(fix_lines(run, f, p.fail)) for f in p.failed_fixes]
-            others = [t for k, t in worked.items() if k != p.fail]
-            rng = random.Random(content_id(options.seed, traj.trajectory_id, "error", p.fail))
-            ranked = self._library_fixes(run, p.signature, rng)
-            tiers = (
-                ("same_run:failed_fix", own),
-                ("other_run:same_repo_error", ranked[0]),
-                ("same_run:failing_command", failed_elsewhere),
-                ("other_run:same_repo_or_kind", ranked[1]),
-                ("same_run:other_error_fix", others),
-                ("other_run:any", ranked[2]),
-            )
-            origin: dict[str, str] = {}
-            for name, texts in tiers:
-                for t in texts:
-                    origin.setdefault(t, name)
-            cands = [c for c in origin if c and similarity(c, gold, 0.85) < 0.85][:30]
             fields = self._issue(run, p, options)
-            ordered = balance_lengths(gold, cands, rng)
-            made = tuple(Candidate(text=c, origin=origin[c]) for c in ordered)
-            out.append(self._gold(traj, "error", p.fail, gold, fields, options, made))
+            context = "\n".join(fields.values())
+            rng = random.Random(content_id(options.seed, traj.trajectory_id, "error", p.fail))
+            taken = {ln for i in p.fix for ln in fix_lines(run, (i,), p.fail)}
+            origin: dict[str, str] = {}
+            for name, texts in self._real_wrong_fixes(run, p, rng):
+                for t in texts:
+                    if t and mentions_only(t, context) and not (set(_lines(t)) & taken):
+                        origin.setdefault(t, name)
+            done = [  # installs that had run before the error: repeating them changes nothing
+                ("repeat_done", f"Run `{c.text}`")
+                for c in commands(run)
+                if c.step < p.fail and not c.failed and installed(c.text) and "\n" not in c.text
+            ][-4:]
+            made = [
+                (fam, line)
+                for fam, line in [
+                    *wrong_fixes(p.error, run.steps[p.fail].command, _lines(gold), repo_dir(run)),
+                    *done,
+                ]
+                if line not in taken and len(line) <= MAX_LINE_CHARS
+            ]
+            for fam, text in self._rule_options(gold, made, rng):
+                if mentions_only(text, context):  # a frame cut from the shown output is not mentioned
+                    origin.setdefault(text, f"rule:{fam}")
+            cands = [c for c in origin if c != gold and similarity(c, gold, 0.9) < 0.9][:30]
+            if len(cands) < MIN_ERROR_CANDIDATES:
+                thin += 1
+                continue
+            # options in the gold's own form first (an install among installs, an edit among edits)
+            cands.sort(key=lambda c: (_form(c) != _form(gold), _verb(c) != _verb(gold)))
+            ordered = balanced_head(gold, cands, rng, window=24)
+            found = tuple(Candidate(text=c, origin=origin[c]) for c in ordered)
+            out.append(self._gold(traj, "error", p.fail, gold, fields, options, found))
+        if thin:
+            out.append(
+                Problem(
+                    where=where,
+                    stage="extract",
+                    reason="too_few_checked_distractors",
+                    severity="info",
+                    detail=f"{run.run_id}: {thin} errors with fewer than {MIN_ERROR_CANDIDATES} wrong fixes "
+                    "that name only what the item shows",
+                )
+            )
+        if undetermined:
+            out.append(
+                Problem(
+                    where=where,
+                    stage="extract",
+                    reason="fix_not_determined",
+                    severity="info",
+                    detail=f"{run.run_id}: {undetermined} resolved errors whose fix cannot be shown whole",
+                )
+            )
         return out
 
-    def _library_fixes(
-        self, run: EnvSetupRun, signature: str, rng: random.Random
-    ) -> tuple[list[str], list[str], list[str]]:
-        """Failed fixes of other runs: same repo and error, same repo or error kind, the rest."""
-        repo, kind = run.target_repo.url.lower().removesuffix(".git"), error_class(signature)
-        tiers: tuple[list[str], list[str], list[str]] = ([], [], [])
+    def _real_wrong_fixes(
+        self, run: EnvSetupRun, p: ErrorPair, rng: random.Random
+    ) -> list[tuple[str, list[str]]]:
+        """Fixes observed to fail: this error's own attempts, then other runs' of the same error class."""
+        own = [render_fix(fix_lines(run, f, p.fail)) for f in p.failed_fixes]
+        kind = p.error.type if p.error else ""
+        same: list[str] = []
+        kin: list[str] = []
         for f in self.library.fixes:
-            if f.run_id == run.run_id:
+            if f.run_id == run.run_id or not kind or (f.error_type or error_class(f.signature)) != kind:
                 continue
-            same_repo, same_kind = (
-                f.repo == repo and bool(repo),
-                bool(kind) and error_class(f.signature) == kind,
-            )
-            name = f.repo.rstrip("/").rsplit("/", 1)[-1].replace("-", "_")
-            if not same_repo and (
-                "In `" in f.text or "/" in f.text or (name and name in f.text.lower().replace("-", "_"))
-            ):
-                continue  # another repository's files would give the option away
-            tiers[0 if same_repo and f.signature == signature else 1 if same_repo or same_kind else 2].append(
-                f.text
-            )
-        # a failed fix offered to every item would become a tell of its own: each item draws a few
-        same, kin, rest = (list(dict.fromkeys(t)) for t in tiers)
+            (same if f.signature == p.signature else kin).append(f.text)
+        kin = list(dict.fromkeys(kin))
         rng.shuffle(kin)
-        rng.shuffle(rest)
-        return same, kin[:2], rest[:1]
+        kin = kin[:3]  # a failed fix offered to every item of its class would become a tell of its own
+        others = [render_fix(fix_lines(run, q.fix, q.fail)) for q in error_pairs(run) if q.fail != p.fail]
+        return [
+            ("same_run:failed_fix", own),
+            ("other_run:same_error", list(dict.fromkeys(same))),
+            ("other_run:same_error_class", kin),
+            ("same_run:other_error_fix", others),
+        ]
+
+    @staticmethod
+    def _rule_options(gold: str, made: list[tuple[str, str]], rng: random.Random) -> list[tuple[str, str]]:
+        """Rule-made fix lines as options with as many steps as the gold (singles, then pairs)."""
+        n = len(_lines(gold))
+        singles = [(fam, render_fix([line])) for fam, line in made]
+        if n == 1 or len(made) < 2:
+            return [(f, t) for f, t in singles if t]
+        combos: list[tuple[str, str]] = []
+        pool = list(made)
+        for _ in range(3 * len(pool)):
+            pick = rng.sample(pool, min(n, len(pool)))
+            text = render_fix([line for _, line in pick])
+            if text:
+                combos.append(("+".join(sorted({f for f, _ in pick})), text))
+        return list(dict.fromkeys(combos)) + [(f, t) for f, t in singles if t]
 
     @staticmethod
     def _issue(run: EnvSetupRun, p: ErrorPair, options: ExtractOptions) -> dict[str, str]:
@@ -263,8 +359,11 @@ class SweEnvSetup:
         else:
             lang = "python" if f.kind == "code" else "bash"
             body = f"Running\n```{lang}\n{f.command}\n```\nfails with:\n```\n{output}\n```"
-            action = f.command.split("\n", 1)[0]
-        short = action if len(action) <= 80 else action[:77] + "..."
+            lines = [
+                ln.strip() for ln in f.command.split("\n") if ln.strip() and not ln.strip().startswith("#")
+            ]
+            action = next((ln for ln in lines if not ln.startswith("cd ")), lines[0] if lines else "")
+        short = action if len(action) <= 80 else invocation(action)  # never cut with "..."
         title = (
             f"{p.signature} when running `{short}`"
             if p.signature
@@ -299,9 +398,22 @@ class SweEnvSetup:
                 )
             ]
         required = required_steps(plan, error_pairs(run))
-        repo_dir = (run.target_repo.url.rstrip("/").rsplit("/", 1)[-1]).removesuffix(".git")
+        gold_plan = clean_plan(plan)
+        required = remap_required(plan, gold_plan, required)
+        repo = repo_dir(run)
         rng = random.Random(content_id(options.seed, traj.trajectory_id, "plan-distractors"))
-        cands = plan_distractors(plan, required, repo_dir, rng)
+        fields = {"repo_info": repo_info(run, options.max_context_tokens * 4)}
+        files_text = "\n".join(
+            [run.context.file_tree, run.context.readme, *(d.text for d in run.context.docs)]
+        )
+        foreign = [step for rid, step in self.library.installs if rid != run.run_id]
+        found = [("move", t) for t in plan_distractors(gold_plan, required, repo, rng)]
+        found += [
+            f
+            for f in wrong_plans(gold_plan, required, files_text, repo, foreign, rng)
+            if f[1] not in {t for _, t in found}
+        ]
+        cands = [t for _, t in found]
         if len(cands) < 6:
             return [
                 Problem(
@@ -312,6 +424,14 @@ class SweEnvSetup:
                     detail=f"{run.run_id}: {len(required)} required steps give {len(cands)} checked-wrong plans",
                 )
             ]
-        fields = {"repo_info": repo_info(run, options.max_context_tokens * 4)}
-        made = tuple(Candidate(text=c, origin="rule:plan_edit") for c in cands)
-        return [self._gold(traj, "plan", 0, render_plan(plan, star=True), fields, options, made)]
+        gold = render_plan(gold_plan, star=True)
+        kinds = dict((t, k) for k, t in found)
+        ordered = balanced_head(gold, cands, rng, window=30)
+        made = tuple(
+            Candidate(
+                text=c,
+                origin=f"{'other_run' if 'foreign_step' in kinds[c] else 'rule'}:plan_{kinds[c].replace('+', '_')}",
+            )
+            for c in ordered
+        )
+        return [self._gold(traj, "plan", 0, gold, fields, options, made)]

@@ -164,7 +164,7 @@ def plan_steps(run: EnvSetupRun) -> list[PlanStep]:
         elif s.kind == "shell":
             for line in s.command.split("\n"):
                 line = line.strip()
-                if not line or is_read_only(line) or has_placeholder(line):
+                if not line or line.startswith("#") or is_read_only(line) or has_placeholder(line):
                     continue
                 cat = _category(line)
                 pkgs = tuple(packages(words(line)[2:])) if cat == "install" else ()

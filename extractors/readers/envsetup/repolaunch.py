@@ -6,8 +6,14 @@ base-image choice, then a ReAct conversation of `Ai Message` turns with `Thought
 `result.json` (`setup_commands`, `completed`, `exception`, `docs`, `repo_structure`, ...; it may
 hold bare `NaN`) and `instance.json` (the SWE-bench-Live task). Steps are the setup conversation's
 commands with their recorded exit codes; the verify conversation only serves as evidence.
-Label: `result.json` `completed` (and `exception`); without `result.json`, the harness's own log
-line "Setup completed successfully" / "The setup is successful"; otherwise no verdict.
+Label: the harness's own rule. RepoLaunch's `save_setup_result` writes `completed` = the state's
+`success` and `exception` = any exception the state holds (or "Launch failed" when it did not
+succeed), and its `collect` step keeps an instance for the next stage exactly when `completed` is
+true, whatever `exception` says. So `completed: true` is a success, and an exception logged beside
+it (raised after the verify step succeeded, e.g. in clean-up) is named in the signal text, not
+taken as a failure; `completed: false` is a failure named by its exception. Without `result.json`,
+the harness's own log line "Setup completed successfully" / "The setup is successful"; otherwise
+no verdict.
 """
 
 from __future__ import annotations
@@ -96,8 +102,17 @@ def _docs(result: dict[str, Any]) -> tuple[str, tuple[Doc, ...]]:
 def _outcome(result: Any, facts: dict[str, str]):
     if isinstance(result, dict) and "completed" in result:
         exc = result.get("exception")
-        if result.get("completed") is True and not exc:
-            return verdict(True, "result.json completed", duration=result.get("duration"))
+        if result.get("completed") is True:
+            if not exc:
+                return verdict(True, "result.json completed", duration=result.get("duration"))
+            seen = " ".join(str(exc).split())[:120]
+            return verdict(
+                True,
+                f"result.json completed=true; exception logged after completion ({seen}) does not "
+                "undo it (RepoLaunch collects every completed run)",
+                duration=result.get("duration"),
+                exception=exc,
+            )
         reason = re.sub(r"\W+", "_", str(exc or "not_completed")).strip("_").lower()[:60]
         return verdict(False, "result.json completed=false", reason, exception=exc)
     if "verdict_line" in facts:

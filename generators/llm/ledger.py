@@ -90,6 +90,8 @@ class Ledger:
         self.batch_factor = batch_factor
         self.spent_usd = 0.0
         self.reserved_usd = 0.0
+        self.in_flight = 0
+        """Reservations not yet settled or released (a count, so float drift can never fake one)."""
         self.exhausted = False
         self._usage: dict[tuple[str, str], Usage] = {}
         self._lock = threading.Lock()
@@ -132,7 +134,7 @@ class Ledger:
             if self.budget_usd is None:
                 return 0.0
             over = self.spent_usd + self.reserved_usd + amount > self.budget_usd
-            if over and not self.exhausted and pending_ok and self.reserved_usd > 0:
+            if over and not self.exhausted and pending_ok and self.in_flight > 0:
                 raise BudgetPending(f"${self.reserved_usd:.6f} in flight")
             if self.exhausted or over:
                 self.exhausted = True
@@ -141,12 +143,18 @@ class Ledger:
                     f"in flight ${self.reserved_usd:.6f}, this request up to ${amount:.6f})"
                 )
             self.reserved_usd += amount
+            self.in_flight += 1
             return amount
+
+    def _unreserve(self, reserved: float) -> None:
+        # called under the lock; with nothing in flight the sum is exactly zero again (no float drift)
+        self.in_flight = max(0, self.in_flight - 1)
+        self.reserved_usd = max(0.0, self.reserved_usd - reserved) if self.in_flight else 0.0
 
     def release(self, reserved: float) -> None:
         """Give back a reservation whose request failed without a reply."""
         with self._lock:
-            self.reserved_usd = max(0.0, self.reserved_usd - reserved)
+            self._unreserve(reserved)
 
     def settle(
         self, reserved: float, task: str, model: str, tokens_in: int, tokens_out: int, factor: float = 1.0
@@ -154,7 +162,7 @@ class Ledger:
         """Replace a reservation by the actual cost of the reply; returns that cost."""
         cost = self.cost(model, tokens_in, tokens_out, factor)
         with self._lock:
-            self.reserved_usd = max(0.0, self.reserved_usd - reserved)
+            self._unreserve(reserved)
             self.spent_usd += cost
             entry = self._entry(task, model)
             entry.requests += 1

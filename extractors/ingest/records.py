@@ -40,7 +40,7 @@ INPUT_SUFFIXES = (".traj", ".json", ".jsonl", ".parquet")
 #: Compressed-file endings -> pyarrow codec name; read streaming.
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".bz2": "bz2"}
 _SNIFF_BYTES = 8192
-_STREAM_BUFFER = 1 << 16
+_STREAM_BUFFER = 1 << 18
 #: Parquet rows decoded per batch: bounds memory for wide rows (trajectories of tens of KB).
 PARQUET_BATCH_ROWS = 256
 

@@ -64,18 +64,32 @@ def as_bool(value: Any) -> bool | None:
     return None
 
 
-_PR = re.compile(r"<pr_description>\s*(.*?)\s*</pr_description>", re.S)
-_ISSUE_DESC = re.compile(r"<issue_description>\s*(.*?)\s*</issue_description>", re.S)
 _ISSUE = re.compile(r"ISSUE:\s*\n(.*?)(?:\n\s*INSTRUCTIONS:|\Z)", re.S)
 _PR_PREFIX = re.compile(r"^Consider the following PR description:\s*", re.S)
+#: Tag pairs around the issue text, tried in order (the first opening tag and the first closing
+#: tag after it, as a lazy regex would match; found with `str.find`, which is much faster on KB prompts).
+_ISSUE_TAGS = (("<pr_description>", "</pr_description>"), ("<issue_description>", "</issue_description>"))
+
+
+def _between(text: str, open_tag: str, close_tag: str) -> str | None:
+    """The stripped text between the first `open_tag` and the first `close_tag` after it."""
+    start = text.find(open_tag)
+    if start < 0:
+        return None
+    start += len(open_tag)
+    end = text.find(close_tag, start)
+    return None if end < 0 else text[start:end].strip()
 
 
 def extract_issue(prompt: str) -> str:
     """The issue text inside an agent's task prompt (`<pr_description>`, `ISSUE:` ...)."""
-    for pattern in (_PR, _ISSUE_DESC, _ISSUE):
-        m = pattern.search(prompt)
-        if m and m.group(1).strip():
-            return _PR_PREFIX.sub("", m.group(1).strip())
+    for open_tag, close_tag in _ISSUE_TAGS:
+        inner = _between(prompt, open_tag, close_tag)
+        if inner:
+            return _PR_PREFIX.sub("", inner)
+    m = _ISSUE.search(prompt)
+    if m and m.group(1).strip():
+        return _PR_PREFIX.sub("", m.group(1).strip())
     return prompt.strip()
 
 
@@ -106,20 +120,42 @@ def render_call(tool: str, args: dict[str, Any]) -> str:
     return f"{tool} {rendered}".strip()
 
 
-_FUNC = re.compile(r"<function=([\w.\-]+)>(.*?)(?:</function>|\Z)", re.S)
-_PARAM = re.compile(r"<parameter=([\w.\-]+)>\n?(.*?)\n?</parameter>", re.S)
+_FUNC_OPEN, _FUNC_CLOSE, _PARAM_CLOSE = "<function=", "</function>", "</parameter>"
+_FUNC_HEAD = re.compile(r"<function=([\w.\-]+)>")
+_PARAM_HEAD = re.compile(r"<parameter=([\w.\-]+)>\n?")
+
+
+def _text_params(body: str) -> dict[str, Any]:
+    """`<parameter=NAME>\\n?VALUE\\n?</parameter>` pairs in order (a later name wins): the pairs
+    `re.findall` of that lazy pattern gives (each value ends at the first `</parameter>` after its
+    head, so splitting at the closing tags finds them), without the lazy pattern's per-character
+    steps (file texts run to many KB)."""
+    args: dict[str, Any] = {}
+    search = _PARAM_HEAD.search
+    pieces = body.split(_PARAM_CLOSE)
+    pieces.pop()  # what follows the last closing tag holds no whole parameter
+    for piece in pieces:
+        if (head := search(piece)) is not None:
+            value = piece[head.end() :]
+            args[head.group(1)] = value[:-1] if value.endswith("\n") else value
+    return args
 
 
 def parse_text_call(content: str) -> tuple[str, str, dict[str, Any]] | None:
-    """Split a SWE-smith assistant message into (thought, tool, args); None without a call."""
-    start = content.find("<function=")
+    """Split a SWE-smith assistant message into (thought, tool, args); None without a call.
+
+    The call is the first `<function=NAME>`; its body runs to the first `</function>` (or the end).
+    """
+    start = content.find(_FUNC_OPEN)
     if start < 0:
         return None
-    m = _FUNC.match(content, start)
-    if not m:
+    head = _FUNC_HEAD.match(content, start)
+    if head is None:
         return None
-    args = dict(_PARAM.findall(m.group(2)))
-    return content[: m.start()].strip(), m.group(1), args
+    end = head.end()
+    close = content.find(_FUNC_CLOSE, end)
+    body = content[end:] if close < 0 else content[end:close]
+    return content[:start].strip(), head.group(1), _text_params(body)
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\n(.*?)```", re.S)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from extractors.base import Origin, ReadError, reader
 from extractors.readers._text import (
     as_bool,
@@ -44,29 +46,77 @@ def _messages(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
 
 
 def _content(m: dict[str, Any], style: str) -> str:
+    if style == "messages" and type(content := m.get("content")) is str:
+        return content
     if style == "nebius":
         return text_of(m.get("text") if m.get("text") is not None else m.get("system_prompt"))
     return text_of(m.get("content"))
 
 
+_STEPS = TypeAdapter(tuple[Step, ...])
+
+
+def _steps(msgs: list[dict[str, Any]], style: str) -> tuple[tuple[Step, ...], bool]:
+    """The steps of a run (one per assistant message, with the tool output after it) and whether a
+    user message came before the first.
+
+    The ingest hot path: one pass collects plain values (a SWE-smith text call is parsed inline),
+    then pydantic-core validates every Step at once, which costs less than building them one by one.
+    """
+    ai_role = "ai" if style == "nebius" else "assistant"
+    plain = style == "messages"
+    parts: list[dict[str, Any]] = []
+    obs: list[str] | None = None
+    seen_task = False
+    for m in msgs:
+        role = m.get("role")
+        if role == ai_role:
+            if obs is not None:
+                parts[-1]["observation"] = (obs[0] if len(obs) == 1 else "\n".join(obs)) if obs else None
+            content = m.get("content")
+            if (
+                plain
+                and type(content) is str
+                and m.get("tool_calls") is None
+                and (call := parse_text_call(content)) is not None
+            ):
+                thought, name, args = call
+                command = args.get("command")
+                raw = command if name == "bash" and type(command) is str else render_call(name, args)
+                action: Action | dict[str, Any] | None = {"tool": name, "args": args, "raw": raw}
+            else:
+                thought, action = _assistant_parts(m, style)
+            parts.append({"index": len(parts), "thought": thought, "action": action})
+            obs = []
+        elif obs is not None and (role == "user" or role == "tool"):
+            content = m.get("content") if plain else None
+            obs.append((content if type(content) is str else _content(m, style)).removeprefix(_OBS_PREFIX))
+        elif role == "user":
+            seen_task = True
+    if obs is not None:
+        parts[-1]["observation"] = (obs[0] if len(obs) == 1 else "\n".join(obs)) if obs else None
+    return _STEPS.validate_python(parts), seen_task
+
+
 def _assistant_parts(m: dict[str, Any], style: str) -> tuple[str, Action | None]:
     """(thought, action) of one assistant message."""
     content = _content(m, style)
-    calls = jsonish(m.get("tool_calls"))
-    if isinstance(calls, list) and calls and isinstance(calls[0], dict):
-        fn = calls[0].get("function") or {}
-        name = str(fn.get("name") or "")
-        args = jsonish(fn.get("arguments"))
-        args = args if isinstance(args, dict) else {}
-        return content.strip(), Action(
-            tool=name, args=args, raw=render_call(name, args), call_id=calls[0].get("id")
-        )
-    parsed = parse_text_call(content) if "<function=" in content else None
+    calls = m.get("tool_calls")
+    if calls is not None:
+        calls = jsonish(calls)
+        if isinstance(calls, list) and calls and isinstance(calls[0], dict):
+            fn = calls[0].get("function") or {}
+            name = str(fn.get("name") or "")
+            args = jsonish(fn.get("arguments"))
+            args = args if isinstance(args, dict) else {}
+            return content.strip(), Action(
+                tool=name, args=args, raw=render_call(name, args), call_id=calls[0].get("id")
+            )
+    parsed = parse_text_call(content)
     if parsed is not None:
         thought, name, args = parsed
-        return thought, Action.model_construct(
-            tool=name, args=args, raw=render_call(name, args), call_id=None
-        )
+        # str / dict values parsed above: no re-validation (the ingest hot path)
+        return thought, Action(tool=name, args=args, raw=render_call(name, args))
     fenced = split_fenced_action(content) if "```" in content else None
     if fenced is not None:
         thought, command = fenced
@@ -87,28 +137,11 @@ class SweRows:
 
     def read(self, record: dict[str, Any], origin: Origin) -> Trajectory:
         msgs, style = _messages(record)
-        ai_role = "ai" if style == "nebius" else "assistant"
         system = next((_content(m, style) for m in msgs if m.get("role") == "system"), "")
         prompt = next((_content(m, style) for m in msgs if m.get("role") == "user"), "")
         if not prompt.strip():
             raise ReadError("missing_task", "no user message holding the task")
-        # collect plain parts first and build each Step once (this loop is the ingest hot path)
-        parts: list[tuple[str, Action | None, list[str]]] = []
-        seen_task = False
-        for m in msgs:
-            role = m.get("role")
-            if role == ai_role:
-                thought, action = _assistant_parts(m, style)
-                parts.append((thought, action, []))
-            elif role in ("user", "tool") and parts:
-                parts[-1][2].append(_content(m, style).removeprefix(_OBS_PREFIX))
-            elif role == "user":
-                seen_task = True
-        # every value is a str/int/Action built above, so construction skips re-validation (hot path)
-        steps = [
-            Step.model_construct(index=i, thought=t, action=a, observation="\n".join(obs) if obs else None)
-            for i, (t, a, obs) in enumerate(parts)
-        ]
+        steps, seen_task = _steps(msgs, style)
         if not seen_task:
             raise ReadError("missing_task", "no user message before the first assistant turn")
 
@@ -150,7 +183,7 @@ class SweRows:
             task=extract_issue(prompt),
             system_prompt=system,
             prompt=prompt,
-            steps=tuple(steps),
+            steps=steps,
             outcome=outcome,
             source=Source(
                 format=self.name,

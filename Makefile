@@ -4,15 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 GENERATOR ?= offline
-CONFIG_SWE ?= configs/swe.yaml
-CONFIG_ENVSETUP ?= configs/envsetup.yaml
+CONFIG_SWE ?= configs/swe_issue_fix.yaml
+CONFIG_ENV_SETUP ?= configs/swe_env_setup.yaml
 CONFIG_DR ?= configs/dr.yaml
 REVIEW_PORT ?= 8765
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup build-swe build-envsetup build-dr golden review publish-swe publish-envsetup publish-dr serve eval-demo test lint bench clean
+.PHONY: setup build-swe build-swe-env-setup build-envsetup build-dr golden review publish-swe publish-swe-env-setup publish-envsetup publish-dr serve eval-demo test lint bench clean
 
 setup: $(STAMP)
 
@@ -25,8 +25,10 @@ $(STAMP): pyproject.toml
 build-swe: setup
 	$(BIN)/aptforge build $(CONFIG_SWE) --generator $(GENERATOR)
 
-build-envsetup: setup
-	$(BIN)/aptforge build $(CONFIG_ENVSETUP) --generator $(GENERATOR)
+build-swe-env-setup: setup
+	$(BIN)/aptforge build $(CONFIG_ENV_SETUP) --generator $(GENERATOR)
+
+build-envsetup: build-swe-env-setup  # the earlier name of the target
 
 build-dr: setup
 	$(BIN)/aptforge build $(CONFIG_DR) --generator $(GENERATOR)
@@ -40,8 +42,10 @@ review: setup  # after `make build-swe`: serve the SWE review queue on 127.0.0.1
 publish-swe: setup
 	$(BIN)/aptforge publish $(CONFIG_SWE) $(PUBLISH_FLAGS)
 
-publish-envsetup: setup
-	$(BIN)/aptforge publish $(CONFIG_ENVSETUP) $(PUBLISH_FLAGS)
+publish-swe-env-setup: setup
+	$(BIN)/aptforge publish $(CONFIG_ENV_SETUP) $(PUBLISH_FLAGS)
+
+publish-envsetup: publish-swe-env-setup  # the earlier name of the target
 
 publish-dr: setup
 	$(BIN)/aptforge publish $(CONFIG_DR) $(PUBLISH_FLAGS)
@@ -55,9 +59,10 @@ eval-demo: setup  # offline: SWE sample release, n-gram stand-in completions ser
 test: setup
 	$(BIN)/python -m pytest
 
-lint: setup
+lint: setup  # style, complexity (C901) and the layering contract of pyproject's [tool.importlinter]
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 bench: setup  # benchmarks print ratios against a baseline measured in the same run
 	$(BIN)/python bench/run.py

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 import openai  # noqa: E402
 
+from extractors.discovery import discover_extractors, prompt_dirs  # noqa: E402
 from generators.llm.clients import OpenAIChat  # noqa: E402
 from generators.llm.engine import Limiter, LLMEngine  # noqa: E402
 from generators.llm.ledger import Ledger, Price  # noqa: E402
@@ -100,7 +101,11 @@ def generator(base_url: str, concurrency: int, cache: Path) -> OpenAIGenerator:
     client = OpenAIChat(openai.AsyncOpenAI(api_key=KEY, base_url=base_url, max_retries=2))
     engine = LLMEngine(client, store, ledger, Limiter(concurrency), secrets=[KEY])
     return OpenAIGenerator(
-        runner=engine, ledger=ledger, prompts=PromptLibrary.load(), model="gpt-bench", owned=[engine, store]
+        runner=engine,
+        ledger=ledger,
+        prompts=PromptLibrary.load(prompt_dirs(discover_extractors())),
+        model="gpt-bench",
+        owned=[engine, store],
     )
 
 

@@ -127,9 +127,9 @@ def warm_vs_cold(inputs: Path, work: Path) -> dict:
         warm = run_build(cfg)
         warm_s = time.perf_counter() - t0
         warm_requests = server.count() - cold_requests
-    assert warm["counts"]["questions"] == cold["counts"]["questions"] > 0
+    assert warm.counts.questions == cold.counts.questions > 0
     return {
-        "questions": cold["counts"]["questions"],
+        "questions": cold.counts.questions,
         "cold_s": round(cold_s, 3),
         "warm_s": round(warm_s, 3),
         "ratio": round(warm_s / cold_s, 3),

@@ -6,10 +6,11 @@ tagged classes from this package and from entry points into read-only mappings.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
-from schemas import Candidate, GoldStep, Problem, Trajectory
+from schemas import Candidate, GoldStep, Problem, TaskSpec, Trajectory
 from schemas.trajectory import location
 
 READER_TAG = "__aptforge_reader__"
@@ -65,12 +66,27 @@ class Reader(Protocol):
 
 @runtime_checkable
 class Extractor(Protocol):
-    """A scenario: turns successful trajectories into gold steps for its tasks."""
+    """A scenario: turns successful trajectories into gold steps for its tasks.
+
+    `observe` sees every labelled run of the build (failed ones too) before extraction and returns
+    what the scenario wants to know about them (or None); `use` hands that to an instance. The
+    `@extractor` tag supplies both (learning nothing) when a scenario does not define them.
+    """
 
     name: ClassVar[str]
     version: ClassVar[int]
     reads: ClassVar[frozenset[str]]
     tasks: ClassVar[tuple[str, ...]]
+    specs: ClassVar[Mapping[str, TaskSpec]]
+
+    @staticmethod
+    def observe(runs: Iterable[Trajectory]) -> Any:
+        """What the scenario learns from every labelled run before extracting (None: nothing)."""
+        ...
+
+    def use(self, observed: Any) -> None:
+        """Take what `observe` learned (called once per instance, before `extract`)."""
+        ...
 
     def extract(self, traj: Trajectory, task: str, options: Any) -> Iterator[GoldStep | Problem]:
         """Yield gold steps (or Problems) of `task` from one successful trajectory."""
@@ -88,11 +104,31 @@ def reader(name: str, *, version: int = 1, kind: str = "swe", priority: int = 50
     return tag
 
 
-def extractor(name: str, *, version: int, reads: set[str], tasks: tuple[str, ...]):
-    """Tag a class as a scenario extractor; `name` must equal its module name."""
+def _observe_nothing(runs: Iterable[Trajectory]) -> None:
+    return None
+
+
+def _use_nothing(self: Any, observed: Any) -> None:
+    return None
+
+
+def extractor(name: str, *, version: int, reads: set[str], tasks: Mapping[str, TaskSpec]):
+    """Tag a class as a scenario extractor; `name` must equal its module (or package) name.
+
+    `tasks` maps each task name to its TaskSpec; discovery folds in the package's
+    `aptbench_prompts.yaml`, validates the specs (a missing APTBench/lm-eval prompt is an error naming
+    the scenario and the task) and registers them. A class without
+    `observe` / `use` gets ones that learn nothing.
+    """
 
     def tag(cls: type) -> type:
+        specs = dict(tasks) if isinstance(tasks, Mapping) else {}
         cls.name, cls.version, cls.reads, cls.tasks = name, version, frozenset(reads), tuple(tasks)
+        cls.specs = MappingProxyType(specs)
+        if not hasattr(cls, "observe"):
+            cls.observe = staticmethod(_observe_nothing)
+        if not hasattr(cls, "use"):
+            cls.use = _use_nothing
         setattr(cls, EXTRACTOR_TAG, True)
         return cls
 

@@ -9,12 +9,19 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
+import re
+import sys
 from collections.abc import Mapping
 from importlib.metadata import entry_points
+from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any
 
+import yaml
+from pydantic import ValidationError
+
 from extractors.base import EXTRACTOR_TAG, READER_TAG
+from schemas import AptbenchPrompt, TaskSpec, register_tasks
 
 
 class DuplicateComponent(RuntimeError):
@@ -23,6 +30,19 @@ class DuplicateComponent(RuntimeError):
 
 class UnknownComponent(KeyError):
     """A name that matches no component; the message lists the close ones."""
+
+
+class InvalidScenario(ValueError):
+    """A scenario that lacks a piece (a task's spec or APTBench prompt, a well-named prompt file)."""
+
+
+PROMPT_FILE = re.compile(
+    r"^(?P<scenario>[A-Za-z0-9_-]+)\.(?P<task>[A-Za-z0-9_]+)\.v(?P<version>\d+)\.md\.j2$"
+)
+"""LLM prompt templates in a scenario's `prompts/` folder: `<scenario>.<task>.v<N>.md.j2`."""
+
+APTBENCH_PROMPTS = "aptbench_prompts.yaml"
+"""File beside a scenario's module: APTBench's protocol per task file (`<task>`, `<task>_en` ...)."""
 
 
 def _modules(package: str, *, recurse: bool = False) -> list[ModuleType]:
@@ -80,8 +100,118 @@ def discover_readers(
 
 
 def discover_extractors(package: str = "extractors", group: str = "aptforge.extractors") -> Mapping[str, Any]:
-    """All scenario extractors, by name (== module or package name for in-tree ones)."""
-    return MappingProxyType(_collect(_modules(package) + _entry_point_modules(group), EXTRACTOR_TAG))
+    """All scenario extractors, by name (== module or package name for in-tree ones).
+
+    Every scenario is validated (each task has a TaskSpec with an APTBench prompt for each of its
+    release folders, declared inline or in the package's `aptbench_prompts.yaml`; prompt files are
+    named for the scenario's tasks) and its specs, prompts folded in, are registered for
+    `schemas.task_spec`.
+
+    Raises:
+        InvalidScenario: a scenario lacks a piece; the message names the scenario and the task.
+        DuplicateComponent: two scenarios share a name.
+    """
+    found = _collect(_modules(package) + _entry_point_modules(group), EXTRACTOR_TAG)
+    specs = {name: scenario_specs(cls) for name, cls in found.items()}
+    for name, declared in specs.items():
+        register_tasks(name, declared)
+    return MappingProxyType(found)
+
+
+def prompt_dir(cls: type) -> Path | None:
+    """The `prompts/` folder beside a scenario's module (its LLM prompt templates), if it has one."""
+    folder = _module_dir(cls) / "prompts"
+    return folder if folder.is_dir() else None
+
+
+def _module_dir(cls: type) -> Path:
+    return Path(sys.modules[cls.__module__].__file__ or "").parent
+
+
+def package_prompts(cls: Any) -> dict[str, AptbenchPrompt]:
+    """The APTBench protocols in the `aptbench_prompts.yaml` beside a scenario's module, by task file.
+
+    Raises:
+        InvalidScenario: the file is not YAML, or an entry is not a complete protocol (file, entry, reason).
+    """
+    path = _module_dir(cls) / APTBENCH_PROMPTS
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise InvalidScenario(f"scenario {cls.name!r}: {path}: not YAML ({exc})") from None
+    if not isinstance(data, Mapping):
+        raise InvalidScenario(f"scenario {cls.name!r}: {path}: expected {{task file: protocol}}")
+    out: dict[str, AptbenchPrompt] = {}
+    for key, entry in data.items():
+        try:
+            out[str(key)] = AptbenchPrompt.model_validate(entry)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"]) or "entry"
+            raise InvalidScenario(
+                f"scenario {cls.name!r}: {path}: `{key}`: {where}: {err['msg']} "
+                f"(a protocol has exactly {list(AptbenchPrompt.model_fields)})"
+            ) from None
+    return out
+
+
+def scenario_specs(cls: Any) -> dict[str, TaskSpec]:
+    """A scenario's TaskSpecs with its package's APTBench prompts folded in, after validating all of it.
+
+    Fails loudly on a missing piece: a task without a TaskSpec, a release folder without an APTBench
+    prompt, a prompt naming no task, a prompt declared twice differently, a stray LLM prompt file.
+
+    Raises:
+        InvalidScenario: naming the scenario, the task and the missing piece.
+    """
+    name = cls.name
+    if not cls.tasks:
+        raise InvalidScenario(f"scenario {name!r} ({cls.__module__}) declares no tasks")
+    from_file = package_prompts(cls)
+    specs: dict[str, TaskSpec] = {}
+    for task in cls.tasks:
+        spec = cls.specs.get(task)
+        if not isinstance(spec, TaskSpec):
+            raise InvalidScenario(
+                f"scenario {name!r}, task {task!r}: no TaskSpec (pass tasks={{name: TaskSpec}})"
+            )
+        prompts = dict(spec.aptbench)
+        for folder in spec.release_folders:
+            filed = from_file.pop(folder, None)
+            if filed is not None and prompts.setdefault(folder, filed) != filed:
+                raise InvalidScenario(
+                    f"scenario {name!r}, task {task!r}: APTBench prompt `{folder}` declared in the TaskSpec "
+                    f"and differently in {APTBENCH_PROMPTS}"
+                )
+        missing = [f for f in spec.release_folders if f not in prompts]
+        if missing:
+            raise InvalidScenario(
+                f"scenario {name!r}, task {task!r}: no APTBench (lm-eval) prompt for task file "
+                f"{', '.join(f'`{f}`' for f in missing)} (declare it in TaskSpec.aptbench or in the "
+                f"package's {APTBENCH_PROMPTS})"
+            )
+        specs[task] = spec.model_copy(update={"aptbench": prompts})
+    if from_file:
+        raise InvalidScenario(
+            f"scenario {name!r}: {_module_dir(cls) / APTBENCH_PROMPTS} declares prompts for "
+            f"{', '.join(sorted(from_file))}, which are no release folder of its tasks"
+        )
+    folder = prompt_dir(cls)
+    for path in sorted(folder.glob("*.j2")) if folder else ():
+        match = PROMPT_FILE.match(path.name)
+        if not match or match["scenario"] != name or match["task"] not in cls.tasks:
+            raise InvalidScenario(
+                f"scenario {name!r}: prompt file {path} must be named {name}.<task>.v<N>.md.j2 for one of "
+                f"its tasks ({', '.join(cls.tasks)})"
+            )
+    return specs
+
+
+def prompt_dirs(extractors: Mapping[str, Any]) -> list[Path]:
+    """The prompt folders of every scenario that has one."""
+    return [d for d in (prompt_dir(cls) for cls in extractors.values()) if d is not None]
 
 
 def lookup(components: Mapping[str, Any], name: str, what: str) -> Any:

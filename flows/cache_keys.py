@@ -18,7 +18,7 @@ from typing import Any
 from extractors.base import ExtractOptions
 from extractors.discovery import discover_readers
 from extractors.ingest.bundles import detect_bundle
-from generators.base import PoolEntry
+from generators.base import DistractorGenerator, PoolEntry
 from generators.hygiene.secrets import SCANNER_VERSION
 from schemas import GoldStep, Trajectory, content_id
 
@@ -100,19 +100,21 @@ def pool_key(pool: Sequence[PoolEntry]) -> str:
     return _digest(f"{e.step_id}\x1f{e.trajectory_id}\x1f{e.group}\x1f{e.text}" for e in pool)
 
 
-def generate_key(config: Any, generator: Any, golds: Sequence[GoldStep], pool: str, n_options: int) -> str:
+def generate_key(
+    config: Any, generator: DistractorGenerator, golds: Sequence[GoldStep], pool: str, n_options: int
+) -> str:
     """Key of a generate shard, or "" (no caching) for generators whose output is not a pure function.
 
     Only the offline generator is cached here: LLM generators keep their own response cache
     (a rerun pays nothing), and a shard with a transient failure must be retried, not replayed.
     """
-    if getattr(generator, "name", "") != "offline":
+    if generator.name != "offline":
         return ""
     return content_id(
         "generate",
         CACHE_FORMAT,
         generator.name,
-        getattr(generator, "version", 0),
+        generator.version,
         config.generator.model_dump(mode="json"),
         config.seed,
         n_options,

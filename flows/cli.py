@@ -30,6 +30,7 @@ from rich.table import Table
 
 from flows.eval_cli import eval_command, validity_command
 from flows.review import review_command
+from schemas.report import BuildReport
 
 app = typer.Typer(
     add_completion=False,
@@ -150,7 +151,7 @@ def report_error(exc: BaseException) -> int:
 @app.command()
 @handled
 def build(
-    config: Annotated[Path, typer.Argument(help="Build config YAML (e.g. configs/swe.yaml).")],
+    config: Annotated[Path, typer.Argument(help="Build config YAML (e.g. configs/swe_issue_fix.yaml).")],
     input: Annotated[
         list[Path] | None,
         typer.Option("--input", help="Raw trajectory files/folders (replace the config's sources)."),
@@ -211,46 +212,45 @@ def _say_stopping(signum: int) -> None:
     )
 
 
-def print_summary(report: dict[str, Any]) -> None:
+def print_summary(report: BuildReport) -> None:
     """A readable end-of-build summary."""
-    c = report["counts"]
+    c = report.counts
     table = Table(
-        title=f"aptforge build: {report['scenario']} {report['version']} (generator: {report['generator']})",
+        title=f"aptforge build: {report.scenario} {report.version} (generator: {report.generator})",
         show_header=False,
         title_justify="left",
     )
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("input files", str(c["input_files"]))
-    table.add_row("trajectories read", f"{c['trajectories_read']}  (labels: {_fmt(report['labels'])})")
-    table.add_row("kept (successful)", str(c["kept"]))
-    table.add_row("dropped", f"{c['dropped']}  {_fmt(report['dropped_by_reason'])}")
-    table.add_row("questions", f"{c['questions']}  {_fmt(report['questions_by_task'])}")
-    table.add_row("quarantined", f"{c['quarantined']}  {_fmt(report['problems_by_reason'])}")
-    if report.get("quality"):
-        flags = report["quality"]["flags"]
-        table.add_row(
-            "baselines", ("[bold red]FLAGGED[/] " + _fmt(flags)) if flags else "every task within its bounds"
-        )
-    table.add_row("time (s)", _fmt(report["timings_s"]))
-    for task, models in (report.get("llm") or {}).get("by_task", {}).items():  # LLM tokens and cost
-        for model, u in models.items():
-            table.add_row(
-                f"llm {task} {model}",
-                f"in={u['tokens_in']} out={u['tokens_out']} ${u['cost_usd']:.4f}  "
-                f"requests={u['requests']} cache_hits={u['cache_hits']} failures={u['failures']}",
-            )
-    if report.get("llm"):
-        llm = report["llm"]
-        cap = "" if llm["budget_usd"] is None else f" of ${llm['budget_usd']:g}"
-        cap += " (budget exhausted)" if llm["budget_exhausted"] else ""
-        unpriced = f"  unpriced: {', '.join(llm['unpriced_models'])}" if llm["unpriced_models"] else ""
-        table.add_row("llm spent", f"${llm['spent_usd']:.4f}{cap}{unpriced}")
-    table.add_row("output", report["output_dir"])
-    if report.get("reused"):
+    table.add_row("input files", str(c.input_files))
+    table.add_row("trajectories read", f"{c.trajectories_read}  (labels: {_fmt(report.labels)})")
+    table.add_row("kept (successful)", str(c.kept))
+    table.add_row("dropped", f"{c.dropped}  {_fmt(report.dropped_by_reason)}")
+    table.add_row("questions", f"{c.questions}  {_fmt(report.questions_by_task)}")
+    table.add_row("quarantined", f"{c.quarantined}  {_fmt(report.problems_by_reason)}")
+    flags = report.quality.flags
+    table.add_row(
+        "baselines", ("[bold red]FLAGGED[/] " + _fmt(flags)) if flags else "every task within its bounds"
+    )
+    table.add_row("time (s)", _fmt(report.timings_s))
+    if report.llm is not None:
+        llm = report.llm
+        for task, models in llm.by_task.items():  # LLM tokens and cost
+            for model, u in models.items():
+                table.add_row(
+                    f"llm {task} {model}",
+                    f"in={u.tokens_in} out={u.tokens_out} ${u.cost_usd:.4f}  "
+                    f"requests={u.requests} cache_hits={u.cache_hits} failures={u.failures}",
+                )
+        cap = "" if llm.budget_usd is None else f" of ${llm.budget_usd:g}"
+        cap += " (budget exhausted)" if llm.budget_exhausted else ""
+        unpriced = f"  unpriced: {', '.join(llm.unpriced_models)}" if llm.unpriced_models else ""
+        table.add_row("llm spent", f"${llm.spent_usd:.4f}{cap}{unpriced}")
+    table.add_row("output", report.output_dir)
+    if report.reused:
         table.add_row("reused", "nothing changed since the last build of this version: its outputs stand")
-    if report.get("report_html"):
-        table.add_row("report", report["report_html"])
+    if report.report_html:
+        table.add_row("report", report.report_html)
     out.print(table)
 
 
@@ -277,13 +277,14 @@ def inspect(
     report_files = {str(f) for f in find_inputs([str(r) for r in reports or []])}
     scans = [(p, scan_run_inputs([str(p)])) for p in paths]
     files = [(str(f), None, str(p)) for p, scan in scans for f in scan.files if str(f) not in report_files]
-    result = stages.read_stage(discover_readers(), files)
+    readers = discover_readers()
+    result = stages.read_stage(readers, files)
     verdicts = load_reports([str(r) for r in reports or []])
     keep = stages.label_and_keep(
         result.trajectories,
         verdicts.found,
         result.verdicts,
-        frozenset({"swe", "dr", "envsetup", "generic"}),
+        frozenset(cls.kind for cls in readers.values()),  # every kind a reader produces
         keep_unknown=True,
         golds=result.golds,
     )
@@ -451,11 +452,13 @@ def audit(
     ] = False,
 ) -> None:
     """Per task: items, options, chance, each model-free baseline against its bound, position chi², gate findings."""
+    from extractors.discovery import discover_extractors
     from flows.audit_files import audit_paths, render_audit
     from flows.config import load_config
     from generators.quality.audit import audit_json
 
     quality = load_config(config).quality if config is not None else None
+    discover_extractors()  # row layouts of the known tasks, from the scenarios' TaskSpecs
     result = audit_paths(paths, quality)
     data = audit_json(result, quality)
     if as_json:

@@ -43,7 +43,7 @@ def sample_release(config: Path, out_dir: Path) -> Path:
 def main(argv: list[str] | None = None) -> None:
     """Run the demo."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "swe.yaml")
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "swe_issue_fix.yaml")
     parser.add_argument("--out", type=Path, default=Path("out") / "eval-demo")
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args(argv)

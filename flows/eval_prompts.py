@@ -1,8 +1,8 @@
 """APTBench's evaluation protocol as pure functions over a task's declared `AptbenchPrompt`.
 
 Why: `aptforge eval` must score a base model the way APTBench does (APTBENCH.md §5-6) and the way the
-release's lm-eval tasks do, so both read one declaration per task, `extractors/<scenario>/
-aptbench_prompts.yaml` (`flows.lm_eval_export.AptbenchPrompt`): the query block (a Jinja template over
+release's lm-eval tasks do, so both read one declaration per task file, its TaskSpec's
+`schemas.AptbenchPrompt` (usually from `extractors/<scenario>/aptbench_prompts.yaml`): the query block (a Jinja template over
 the row ending in the answer cue), how a solved demo's answer follows the cue (`{{answer}})`), the
 extraction regex, what is ignored before the exact match, the delimiter between demos, the output
 budget and the metrics. Nothing here names a task.
@@ -24,8 +24,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from flows.lm_eval_export import AptbenchPrompt
-from schemas import LETTERS
+from schemas import LETTERS, AptbenchPrompt
 
 _ROUGE_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+", re.UNICODE)
 
@@ -48,7 +47,7 @@ SHOTS = 3
 
 def prompt_sha256(p: AptbenchPrompt) -> str:
     """Hash of a task's declared protocol (provenance)."""
-    return hashlib.sha256(repr(tuple(p)).encode("utf-8")).hexdigest()
+    return hashlib.sha256(repr(p.as_tuple()).encode("utf-8")).hexdigest()
 
 
 def closer(p: AptbenchPrompt) -> str:

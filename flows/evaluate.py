@@ -30,20 +30,18 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
+from extractors.discovery import discover_extractors
 from flows.eval_prompts import SHOTS, build_prompt
 from flows.eval_scoring import PREDICTION_SCHEMA, continuation_logprob, item_units, score_item
 from flows.io import write_json, write_parquet
-from schemas import task_spec
-
-if TYPE_CHECKING:
-    from flows.lm_eval_export import AptbenchPrompt
+from schemas import AptbenchPrompt, task_spec
 
 Protocol = Literal["aptbench", "loglik"]
 
@@ -146,22 +144,16 @@ def read_split(folder: Path, config: str, split: str) -> list[dict[str, Any]]:
 
 
 def task_prompt(config: str, row: Mapping[str, Any]) -> AptbenchPrompt:
-    """The APTBench protocol the row's scenario declares for this config's task file.
+    """The APTBench protocol the row's TaskSpec declares for this config's task file.
 
     Raises:
-        ValueError: the scenario declares none for it.
+        ValueError: the spec declares none for it.
     """
-    from flows.publish import PublishRefused, scenario_prompts
-
     spec = task_spec(row["scenario"], row["task"])
     folder = config[len(spec.dataset) + 1 :] if config.startswith(f"{spec.dataset}_") else spec.task
-    try:
-        prompts = scenario_prompts(row["scenario"])
-    except PublishRefused as exc:
-        raise ValueError(str(exc)) from None
-    if (row["scenario"], folder) not in prompts:
+    if folder not in spec.aptbench:
         raise ValueError(f"{row['scenario']} declares no APTBench prompt for {folder} (config {config})")
-    return prompts[(row["scenario"], folder)]
+    return spec.aptbench[folder]
 
 
 def load_task(folder: Path, config: str, shots: int, limit: int | None) -> EvalTask:
@@ -173,6 +165,7 @@ def load_task(folder: Path, config: str, shots: int, limit: int | None) -> EvalT
     rows = read_split(folder, config, "test")
     if not rows:
         raise ValueError(f"{folder}: config {config} has no test rows")
+    discover_extractors()  # registers the scenarios' TaskSpecs (row layout, APTBench protocol)
     spec = task_spec(rows[0]["scenario"], rows[0]["task"])
     test_ids = {r["item_id"] for r in rows}
     fewshot = [r for r in read_split(folder, config, "fewshot") if r["item_id"] not in test_ids]

@@ -29,6 +29,7 @@ from generators.hygiene.secrets import (
     scan_rows,
 )
 from schemas import Problem, Question
+from schemas.report import ContaminationReport, SecretsReport
 
 #: A record is a benchmark row (not a report or quarantine entry) when it has one of these keys.
 ROW_KEYS = frozenset({"uuid", "item_id", "choices", "trajs", "trajectory", "query", "target_cmd"})
@@ -76,29 +77,29 @@ class ContaminationStage(NamedTuple):
 
     kept: list[Question]
     problems: list[Problem]
-    report: dict[str, Any]
+    report: ContaminationReport
 
 
 def contamination_stage(questions: list[Question], config: ContaminationConfig) -> ContaminationStage:
     """Measure overlap with the configured sources; drop flagged items when `drop` is set."""
     if not config.reference and not config.previous_versions:
-        return ContaminationStage(questions, [], {"checked": False})
+        return ContaminationStage(questions, [], ContaminationReport())
     index, problems = load_index(config)
     result = measure(
         questions, index, config.min_overlap, config.boilerplate_share, "error" if config.drop else "warning"
     )
     flagged = {o.item_id for o in result.flagged}
     kept = [q for q in questions if q.item_id not in flagged] if config.drop else questions
-    report = {
-        "checked": True,
-        "ngram": config.ngram,
-        "min_overlap": config.min_overlap,
-        "drop": config.drop,
-        "reference_rows": dict(index.rows),
-        "flagged": len(flagged),
-        "dropped": len(questions) - len(kept),
-        "by_task": result.by_task,
-    }
+    report = ContaminationReport(
+        checked=True,
+        ngram=config.ngram,
+        min_overlap=config.min_overlap,
+        drop=config.drop,
+        reference_rows=dict(index.rows),
+        flagged=len(flagged),
+        dropped=len(questions) - len(kept),
+        by_task=result.by_task,
+    )
     return ContaminationStage(kept, problems + result.problems, report)
 
 
@@ -118,19 +119,19 @@ def secrets_report(
     questions: Counter[str],
     runs_redacted: int,
     items: list[dict[str, Any]],
-) -> dict[str, Any]:
+) -> SecretsReport:
     """report.json's `secrets` section: counts per kind only."""
     shown: Counter[str] = Counter()
     for row in items:
         shown.update(row["redactions"])
-    return {
-        "found_by_kind": dict(sorted(found.items())),
-        "redacted_in_trajectories": dict(sorted(trajectories.items())),
-        "redacted_in_questions": dict(sorted(questions.items())),
-        "trajectories_redacted": runs_redacted,
-        "items_with_redactions": len(items),
-        "item_placeholders_by_kind": dict(sorted(shown.items())),
-    }
+    return SecretsReport(
+        found_by_kind=dict(sorted(found.items())),
+        redacted_in_trajectories=dict(sorted(trajectories.items())),
+        redacted_in_questions=dict(sorted(questions.items())),
+        trajectories_redacted=runs_redacted,
+        items_with_redactions=len(items),
+        item_placeholders_by_kind=dict(sorted(shown.items())),
+    )
 
 
 def scan_release(folder: str | Path, options: PrivacyOptions | None = None) -> list[Finding]:

@@ -11,7 +11,8 @@
   `acc_norm` (length-normalised), lm-eval's classic form.
 
 The per-task protocol (prompt, answer format, extraction, delimiter, token budget, metrics) is data
-declared by each scenario (`extractors/<scenario>/aptbench_prompts.yaml`); nothing here names a task.
+declared by each scenario (`TaskSpec.aptbench`, usually from `extractors/<scenario>/aptbench_prompts.yaml`,
+folded in at discovery); nothing here names a task.
 A folder release's YAMLs read the Parquet files by relative path (run lm-eval from the release
 folder); a Hub release's read the repo at the release tag. Pure: same inputs, same bytes.
 """
@@ -21,9 +22,11 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
+
+from schemas import AptbenchPrompt
 
 _FUNCTION = "__aptforge_function__:"
 _LETTERS = string.ascii_uppercase
@@ -50,37 +53,6 @@ def rouge_l(references, predictions):
     """ROUGE-L F1 of one prediction against its reference (words; CJK characters count one each)."""
     return _SCORER.score(references[0], predictions[0])["rougeL"].fmeasure
 '''
-
-
-class AptbenchPrompt(NamedTuple):
-    """One task's APTBench protocol, as a scenario declares it."""
-
-    prompt: str
-    """Jinja query block over the row's fields, ending in the answer cue."""
-    answer: str
-    """How a demo's answer follows the cue; also the reference (minus `ignore`)."""
-    extract: str
-    """Regex over the generation whose first group is the answer."""
-    ignore: str
-    """Regex removed from reference and prediction before the exact match."""
-    fewshot_delimiter: str
-    max_gen_toks: int
-    metrics: tuple[str, ...]
-
-
-def parse_prompts(data: Mapping[str, Any], where: str) -> dict[str, AptbenchPrompt]:
-    """Validate a scenario's prompt file (`{task_file: {field: value}}`).
-
-    Raises:
-        ValueError: naming `where`, the entry and the missing or unknown key.
-    """
-    out: dict[str, AptbenchPrompt] = {}
-    for name, entry in (data or {}).items():
-        if not isinstance(entry, Mapping) or set(entry) != set(AptbenchPrompt._fields):
-            got = sorted(entry) if isinstance(entry, Mapping) else type(entry).__name__
-            raise ValueError(f"{where}: `{name}` needs exactly {list(AptbenchPrompt._fields)}, got {got}")
-        out[str(name)] = AptbenchPrompt(**{**entry, "metrics": tuple(entry["metrics"])})
-    return out
 
 
 def split_cue(prompt: str) -> tuple[str, str]:

@@ -21,11 +21,13 @@ from typing import Any, NamedTuple
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from extractors.discovery import discover_extractors
 from flows.card import CardSource, check_card
 from flows.config import BuildConfig
-from flows.lm_eval_export import AptbenchPrompt
 from flows.release import MissingPrompt, ReleaseMeta, changelog, render_release
+from generators.quality.audit import refused_tasks
 from schemas import Item, content_hash, content_id, question_row
+from schemas.report import BuildReport
 
 
 class PublishRefused(RuntimeError):
@@ -72,20 +74,8 @@ def select_verified(items: list[Item], scenario: str) -> tuple[list[Item], dict[
     return keep, dict(excluded)
 
 
-def refused_tasks(report: Mapping[str, Any], overrides: Mapping[str, str]) -> dict[str, str]:
-    """Tasks the build flagged (baselines over their bounds) and no override excuses: task -> why."""
-    flags = (report.get("quality") or {}).get("flags") or {}
-    refused = {}
-    for task_name, why in flags.items():
-        if why and not overrides.get(task_name):
-            refused[task_name] = why if isinstance(why, str) else json.dumps(why)
-    return refused
-
-
 def _overrides(config: BuildConfig) -> dict[str, str]:
-    quality = getattr(config, "quality", None)
-    overrides = getattr(quality, "overrides", None) if quality is not None else None
-    return dict(overrides or {})
+    return dict(config.quality.overrides)
 
 
 def _secret_findings(
@@ -135,30 +125,6 @@ def portable_fingerprint(config: BuildConfig) -> str:
     return content_id(strip(config.model_dump(mode="json")))
 
 
-def scenario_prompts(scenario: str) -> dict[tuple[str, str], AptbenchPrompt]:
-    """The APTBench protocol a scenario declares for its tasks (`aptbench_prompts.yaml` in its package).
-
-    Raises:
-        PublishRefused: the scenario's package has no (valid) prompt file.
-    """
-    import importlib
-    from importlib import resources
-
-    import yaml
-
-    from extractors.discovery import discover_extractors, lookup
-    from flows.lm_eval_export import parse_prompts
-
-    module = importlib.import_module(lookup(discover_extractors(), scenario, "scenario").__module__)
-    package = module.__name__ if hasattr(module, "__path__") else (module.__package__ or "")
-    where = f"{package.replace('.', '/')}/aptbench_prompts.yaml"
-    try:
-        text = (resources.files(package) / "aptbench_prompts.yaml").read_text(encoding="utf-8")
-        return {(scenario, name): p for name, p in parse_prompts(yaml.safe_load(text), where).items()}
-    except (FileNotFoundError, ValueError, yaml.YAMLError) as exc:
-        raise PublishRefused(f"{scenario} declares no usable APTBench prompts ({where}): {exc}") from None
-
-
 def previous_release(config: BuildConfig, repo_id: str | None) -> dict[str, Any] | None:
     """The manifest of the release last published: the Hub head's when a repo is set (and readable), else the local folder's."""
     if repo_id:
@@ -176,7 +142,7 @@ def previous_release(config: BuildConfig, repo_id: str | None) -> dict[str, Any]
 def prepare(
     config: BuildConfig,
     items: list[Item],
-    report: Mapping[str, Any],
+    report: BuildReport,
     repo_id: str | None,
     *,
     previous: Mapping[str, Any] | None = None,
@@ -190,7 +156,7 @@ def prepare(
     verified, excluded = select_verified(items, config.scenario)
     for status, n in (not_verified or {}).items():
         excluded[f"status_{status}"] = excluded.get(f"status_{status}", 0) + n
-    refused = refused_tasks(report, _overrides(config))
+    refused = refused_tasks(report.quality, _overrides(config))
     rows_by_task: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     roots = [s.path for s in config.sources]
     for item in verified:
@@ -226,13 +192,12 @@ def prepare(
         name=f"aptforge-{config.scenario}",
         version=config.version,
         description=config.description,
-        license=getattr(getattr(config, "publish", None), "license", "apache-2.0"),
+        license=config.publish.license,
         config_hash=portable_fingerprint(config),
         repo_id=repo_id,
         inputs=[portable_path(r, roots) for r in roots],
         baselines=_baselines(report),
         previous=previous,
-        prompts=scenario_prompts(config.scenario),
         seed=config.seed,
         sources=[
             CardSource(portable_path(src.path, roots), src.license or "not stated in the config")
@@ -260,13 +225,8 @@ def prepare(
     return files, plan
 
 
-def _baselines(report: Mapping[str, Any]) -> dict[str, Any]:
-    quality = report.get("quality") or {}
-    out: dict[str, Any] = {}
-    for task_name, data in (quality.get("tasks") or {}).items():
-        if isinstance(data, dict) and isinstance(data.get("baselines"), dict):
-            out[task_name] = {k: v for k, v in data["baselines"].items() if isinstance(v, (int, float))}
-    return out
+def _baselines(report: BuildReport) -> dict[str, Any]:
+    return {task: dict(e.baselines) for task, e in report.quality.tasks.items() if e.baselines is not None}
 
 
 def stage_release(
@@ -348,12 +308,13 @@ def publish(
     config: BuildConfig, repo_id: str | None = None, dry_run: bool = False, force: bool = False
 ) -> dict[str, Any]:
     """Publish the verified items of `config`'s build; returns the plan (and the push result)."""
+    discover_extractors()  # registers the scenarios' TaskSpecs (row layouts, lm-eval prompts)
     report_path = config.output_dir() / "report.json"
     if not report_path.exists():
         raise PublishRefused(f"no build report at {report_path}: run `aptforge build` first")
-    report = json.loads(report_path.read_text(encoding="utf-8"))
+    report = BuildReport.model_validate_json(report_path.read_text(encoding="utf-8"))
     reviewed = load_verified(str(queue_path(config)), config.scenario)
-    repo = repo_id or getattr(getattr(config, "publish", None), "repo_id", None)
+    repo = repo_id or config.publish.repo_id
     files, plan = prepare(
         config,
         reviewed.verified,
@@ -372,7 +333,7 @@ def publish(
     if repo:
         from flows.hub import push_release
 
-        private = getattr(getattr(config, "publish", None), "private", True)
+        private = config.publish.private
         try:
             pushed = push_release(
                 files,

@@ -3,7 +3,8 @@
 Pure: `render_release` maps verified rows to `{relative path: bytes}`, deterministically (same rows
 in, same bytes out), so a folder and a Hub commit are the same artefact and publishing the same
 inputs twice changes nothing. Task names are qualified by their APTBench dataset
-(`issue_fix_plan`, `deepresearch_plan_en`) so several scenarios can share one release.
+(`<dataset>_<task>`, split `_en`/`_zh` where the spec asks) so several scenarios can share one release;
+each task's lm-eval protocol comes from its scenario's TaskSpec.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flows.card import CardConfig, CardSource, render_card
-from flows.lm_eval_export import METRICS_MODULE, AptbenchPrompt, data_source, lm_eval_files
+from flows.lm_eval_export import METRICS_MODULE, data_source, lm_eval_files
 from schemas import content_id, task_spec
 from schemas.rows import candidate_schema
 
@@ -29,7 +30,7 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 class MissingPrompt(LookupError):
-    """A published config whose scenario declares no APTBench prompt for it."""
+    """A published config whose TaskSpec has no APTBench prompt for it (discovery refuses such a scenario)."""
 
 
 class ReleaseMeta(NamedTuple):
@@ -45,8 +46,6 @@ class ReleaseMeta(NamedTuple):
     baselines: Mapping[str, Any]
     previous: Mapping[str, Any] | None
     """The manifest of the release this one is compared with (the changelog's baseline), if any."""
-    prompts: Mapping[tuple[str, str], AptbenchPrompt] = {}
-    """APTBench protocol per (scenario, APTBench task file), as the scenarios declare it."""
     seed: int = 0
     """Seed of the few-shot hold-aside."""
     sources: Sequence[CardSource] = ()
@@ -59,7 +58,7 @@ def release_task(scenario: str, task: str, row: Mapping[str, Any]) -> tuple[str,
     """(qualified release name, APTBench task folder) of a row; DR tasks split by query language."""
     spec = task_spec(scenario, task)
     folder = spec.task
-    if spec.dataset == "deepresearch":
+    if spec.split_by_language:
         folder = f"{spec.task}_{'zh' if _CJK.search(str(row.get('query', ''))) else 'en'}"
     return f"{spec.dataset}_{folder}", folder
 
@@ -124,7 +123,7 @@ def render_release(
                 files[f"data/{qualified}/{split}-00000-of-00001.parquet"] = _parquet_bytes(table)
         official = [{name: r[name] for name, _ in spec.fields} for r in g["rows"]]
         files[f"aptbench/{spec.dataset}/{g['folder']}/input_data.jsonl"] = _jsonl(official)
-        prompt = meta.prompts.get((g["scenario"], g["folder"]))
+        prompt = spec.aptbench.get(g["folder"])
         if prompt is None:
             raise MissingPrompt(f"{g['scenario']} declares no APTBench prompt for task `{g['folder']}`")
         source = data_source(qualified, meta.repo_id, meta.version, bool(g["fewshot"]))

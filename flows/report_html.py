@@ -17,7 +17,9 @@ from typing import Any, NamedTuple
 
 from flows.io import atomic_path, write_text
 from generators.quality.gates import context_text
-from schemas import LETTERS, TASKS
+from schemas import LETTERS
+from schemas.report import BuildReport, QualityReport
+from schemas.tasks import find_spec
 
 
 class Chart(NamedTuple):
@@ -42,12 +44,27 @@ def _save(fig: Any, target: Path) -> None:
         fig.savefig(tmp, format="png", metadata={"Software": None})
 
 
-def _mcq_rows(rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, list[Mapping[str, Any]]]:
-    return {
-        t: [r for r in rows if r.get("options")]
-        for t, rows in rows_by_task.items()
-        if any(r.get("options") for r in rows)
-    }
+def option_table(rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> Any:
+    """One pandas row per option of every MCQ item: task, item, position, option count, gold flag, length."""
+    import pandas as pd
+
+    records = [
+        {
+            "task": task,
+            "item_id": r.get("item_id", ""),
+            "position": i,
+            "n_options": len(r["options"]),
+            "is_gold": i == r["gold_index"],
+            "length": len(option),
+        }
+        for task, rows in rows_by_task.items()
+        for r in rows
+        if r.get("options")
+        for i, option in enumerate(r["options"])
+    ]
+    columns = ["task", "item_id", "position", "n_options", "is_gold", "length"]
+    types = {"task": str, "item_id": str, "position": int, "n_options": int, "is_gold": bool, "length": int}
+    return pd.DataFrame.from_records(records, columns=columns).astype(types)
 
 
 def _integer_ticks(axis: Any) -> None:
@@ -63,15 +80,18 @@ def _empty(ax: Any, text: str = "no MCQ items") -> None:
 
 def chart_positions(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
     """Gold-position histogram per MCQ task, with the uniform expectation."""
-    mcq = _mcq_rows(rows_by_task)
-    axes = fig.subplots(1, max(1, len(mcq)), squeeze=False)[0]
-    if not mcq:
+    options = option_table(rows_by_task)
+    gold = options.loc[options["is_gold"]]
+    tasks = list(dict.fromkeys(gold["task"]))
+    axes = fig.subplots(1, max(1, len(tasks)), squeeze=False)[0]
+    if not tasks:
         _empty(axes[0])
-    for ax, (task, rows) in zip(axes, mcq.items(), strict=False):
-        n = max(len(r["options"]) for r in rows)
-        counts = [sum(1 for r in rows if r["gold_index"] == i) for i in range(n)]
-        ax.bar(list(LETTERS[:n]), counts, color="#4c72b0")
-        ax.axhline(len(rows) / n, color="#c44e52", linestyle="--", label="uniform")
+    for ax, task in zip(axes, tasks, strict=False):
+        of_task = gold[gold["task"] == task]
+        n = int(of_task["n_options"].max())
+        counts = of_task["position"].value_counts().reindex(range(n), fill_value=0)
+        ax.bar(list(LETTERS[:n]), counts.tolist(), color="#4c72b0")
+        ax.axhline(len(of_task) / n, color="#c44e52", linestyle="--", label="uniform")
         ax.set_title(f"{task}: gold position")
         ax.set_ylabel("items")
         _integer_ticks(ax.yaxis)
@@ -80,13 +100,15 @@ def chart_positions(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[str, A
 
 def chart_option_lengths(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
     """Gold vs distractor option lengths (characters) per MCQ task."""
-    mcq = _mcq_rows(rows_by_task)
-    axes = fig.subplots(1, max(1, len(mcq)), squeeze=False)[0]
-    if not mcq:
+    options = option_table(rows_by_task)
+    tasks = list(dict.fromkeys(options["task"]))
+    axes = fig.subplots(1, max(1, len(tasks)), squeeze=False)[0]
+    if not tasks:
         _empty(axes[0])
-    for ax, (task, rows) in zip(axes, mcq.items(), strict=False):
-        gold = [len(r["options"][r["gold_index"]]) for r in rows]
-        wrong = [len(o) for r in rows for i, o in enumerate(r["options"]) if i != r["gold_index"]]
+    for ax, task in zip(axes, tasks, strict=False):
+        of_task = options[options["task"] == task]
+        gold = of_task.loc[of_task["is_gold"], "length"].tolist()
+        wrong = of_task.loc[~of_task["is_gold"], "length"].tolist()
         bins = max(5, min(30, len(wrong) // 3))
         ax.hist(
             [gold, wrong],
@@ -100,23 +122,22 @@ def chart_option_lengths(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[s
         ax.legend()
 
 
-def chart_baselines(fig: Any, quality: Mapping[str, Any]) -> None:
+def chart_baselines(fig: Any, quality: QualityReport) -> None:
     """Each baseline's accuracy per task against chance and its bound."""
-    tasks = {t: e for t, e in (quality.get("tasks") or {}).items() if "baselines" in e}
+    tasks = {t: e for t, e in quality.tasks.items() if e.baselines is not None}
     axes = fig.subplots(1, max(1, len(tasks)), squeeze=False)[0]
     if not tasks:
         _empty(axes[0])
     for ax, (task, e) in zip(axes, tasks.items(), strict=False):
-        names = list(e["baselines"])
-        colors = ["#c44e52" if b in e["exceeded"] else "#4c72b0" for b in names]
-        ax.bar(names, [100 * e["baselines"][b] for b in names], color=colors)
-        ax.scatter(
-            names, [100 * e["bounds"][b] for b in names], marker="_", s=400, color="black", label="bound"
-        )
-        ax.axhline(100 * e["chance"], color="#55a868", linestyle="--", label="chance")
+        accuracy, bounds, exceeded = e.baselines or {}, e.bounds or {}, e.exceeded or []
+        names = list(accuracy)
+        colors = ["#c44e52" if b in exceeded else "#4c72b0" for b in names]
+        ax.bar(names, [100 * accuracy[b] for b in names], color=colors)
+        ax.scatter(names, [100 * bounds[b] for b in names], marker="_", s=400, color="black", label="bound")
+        ax.axhline(100 * (e.chance or 0.0), color="#55a868", linestyle="--", label="chance")
         ax.set_ylim(0, 100)
         ax.set_ylabel("accuracy %")
-        ax.set_title(f"{task}: baselines ({e['n_items']} items)")
+        ax.set_title(f"{task}: baselines ({e.n_items} items)")
         ax.tick_params(axis="x", labelrotation=30)
         ax.legend(loc="upper right")
 
@@ -144,16 +165,16 @@ def chart_lengths(
 
 
 def _shown(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = TASKS.get((str(row.get("scenario")), str(row.get("task"))))
-    return {k: row[k] for k, _ in spec.fields if k in row} if spec else row
+    spec = find_spec(str(row.get("scenario")), str(row.get("task")))
+    return {k: row[k] for k in spec.field_names if k in row} if spec else row
 
 
-def chart_reasons(fig: Any, report: Mapping[str, Any]) -> None:
+def chart_reasons(fig: Any, report: BuildReport) -> None:
     """Why trajectories were dropped and which problems were found."""
     left, right = fig.subplots(1, 2)
     for ax, counts, title in (
-        (left, report.get("dropped_by_reason") or {}, "dropped trajectories"),
-        (right, report.get("problems_by_reason") or {}, "problems by reason"),
+        (left, report.dropped_by_reason, "dropped trajectories"),
+        (right, report.problems_by_reason, "problems by reason"),
     ):
         if not counts:
             _empty(ax, f"no {title}")
@@ -167,12 +188,12 @@ def chart_reasons(fig: Any, report: Mapping[str, Any]) -> None:
 
 def render_charts(
     out_dir: Path,
-    report: Mapping[str, Any],
+    report: BuildReport,
     rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
     traj_steps: Sequence[int],
 ) -> list[Chart]:
     """Draw every chart into `<out_dir>/charts/`."""
-    n_tasks = max(1, len(_mcq_rows(rows_by_task)))
+    n_tasks = max(1, option_table(rows_by_task)["task"].nunique())
     width = max(8.0, 4.2 * n_tasks)
     plan: list[tuple[str, str, Callable[[Any], None]]] = [
         ("gold_positions", "Gold positions", lambda f: chart_positions(f, rows_by_task)),
@@ -180,7 +201,7 @@ def render_charts(
         (
             "baselines",
             "Model-free baselines vs chance",
-            lambda f: chart_baselines(f, report.get("quality") or {}),
+            lambda f: chart_baselines(f, report.quality),
         ),
         ("lengths", "Trajectory and context lengths", lambda f: chart_lengths(f, traj_steps, rows_by_task)),
         ("reasons", "Drop and problem reasons", lambda f: chart_reasons(f, report)),
@@ -201,24 +222,24 @@ def _table(rows: Sequence[Sequence[Any]], head: Sequence[str]) -> str:
     return "\n".join(out) + "</table>"
 
 
-def _quality_rows(quality: Mapping[str, Any]) -> list[list[Any]]:
+def _quality_rows(quality: QualityReport) -> list[list[Any]]:
     rows = []
-    for task, e in (quality.get("tasks") or {}).items():
-        if "baselines" not in e:
-            rows.append([task, e["items"], "-", "-", "-", "-", "completion (no baselines)"])
+    for task, e in quality.tasks.items():
+        if e.baselines is None:
+            rows.append([task, e.items, "-", "-", "-", "-", "completion (no baselines)"])
             continue
-        accs = ", ".join(f"{b} {v:.1%}" for b, v in e["baselines"].items())
-        state = ("FLAGGED: " + e["why"]) if e["flagged"] else "ok"
-        if e["flagged"] and e.get("override"):
-            state += f" (overridden: {e['override']})"
+        accs = ", ".join(f"{b} {v:.1%}" for b, v in e.baselines.items())
+        state = ("FLAGGED: " + e.why) if e.flagged else "ok"
+        if e.flagged and e.override:
+            state += f" (overridden: {e.override})"
         rows.append(
             [
                 task,
-                e["n_items"],
-                f"{e['chance']:.1%}",
+                e.n_items,
+                f"{e.chance or 0.0:.1%}",
                 accs,
-                f"{e['position_chi2']:.2f} / {e['position_dof']} / p={e['position_p']:.3g}",
-                ", ".join(f"{k}={v}" for k, v in e["findings"].items()) or "-",
+                f"{e.position_chi2 or 0.0:.2f} / {e.position_dof} / p={e.position_p or 0.0:.3g}",
+                ", ".join(f"{k}={v}" for k, v in e.findings.items()) or "-",
                 state,
             ]
         )
@@ -232,37 +253,35 @@ _CSS = (
 )
 
 
-def render_html(report: Mapping[str, Any], charts: Sequence[Chart]) -> str:
+def render_html(report: BuildReport, charts: Sequence[Chart]) -> str:
     """The report page (all data text escaped)."""
     esc = html.escape
-    title = f"aptforge build report: {report.get('scenario', '?')} {report.get('version', '?')}"
+    title = f"aptforge build report: {report.scenario} {report.version}"
     parts = [
         f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>",
         f"<style>{_CSS}</style></head><body><h1>{esc(title)}</h1>",
-        f"<p>generator <b>{esc(str(report.get('generator', '?')))}</b>, seed {esc(str(report.get('seed', '')))}, "
-        f"config {esc(str(report.get('config_hash', '')))}</p>",
+        f"<p>generator <b>{esc(report.generator)}</b>, seed {esc(str(report.seed))}, "
+        f"config {esc(report.config_hash)}</p>",
         "<h2>Counts</h2>",
-        _table(list((report.get("counts") or {}).items()), ["what", "count"]),
+        _table(list(report.counts.model_dump().items()), ["what", "count"]),
         "<h2>Quality by task</h2>",
         _table(
-            _quality_rows(report.get("quality") or {}),
+            _quality_rows(report.quality),
             ["task", "items", "chance", "baselines", "position chi² / dof / p", "findings", "state"],
         ),
     ]
     for chart in charts:
         parts.append(f"<h2>{esc(chart.title)}</h2><img src='{esc(chart.file)}' alt='{esc(chart.title)}'>")
     parts.append("<h2>Dropped and problems</h2>")
-    parts.append(
-        _table(list((report.get("dropped_by_reason") or {}).items()), ["dropped because", "trajectories"])
-    )
-    parts.append(_table(list((report.get("problems_by_reason") or {}).items()), ["problem", "count"]))
+    parts.append(_table(list(report.dropped_by_reason.items()), ["dropped because", "trajectories"]))
+    parts.append(_table(list(report.problems_by_reason.items()), ["problem", "count"]))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
 def write_build_report(
     out_dir: str | Path,
-    report: Mapping[str, Any],
+    report: BuildReport,
     rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]],
     traj_steps: Sequence[int],
 ) -> Path:
@@ -274,28 +293,26 @@ def write_build_report(
     return target
 
 
-def markdown_summary(report: Mapping[str, Any], html_path: str | Path) -> str:
+def markdown_summary(report: BuildReport, html_path: str | Path) -> str:
     """The Prefect artifact: per-task quality as a Markdown table and where the full report is."""
     lines = [
-        f"# aptforge build {report.get('scenario')} {report.get('version')}",
+        f"# aptforge build {report.scenario} {report.version}",
         "",
         "| task | items | chance | baselines | position chi² (p) | state |",
         "|---|---|---|---|---|---|",
     ]
-    for row in _quality_rows(report.get("quality") or {}):
+    for row in _quality_rows(report.quality):
         task, items, chance, accs, chi, _findings, state = (str(c).replace("|", "/") for c in row)
         lines.append(f"| {task} | {items} | {chance} | {accs} | {chi} | {state} |")
     lines += ["", f"Full report with charts: `{Path(html_path).resolve()}`"]
     return "\n".join(lines) + "\n"
 
 
-def attach_report_artifact(report: Mapping[str, Any], html_path: str | Path) -> None:
+def attach_report_artifact(report: BuildReport, html_path: str | Path) -> None:
     """Attach the summary to the current Prefect flow run (call inside a flow run)."""
     from prefect.artifacts import create_link_artifact, create_markdown_artifact
 
-    key = re.sub(
-        r"[^a-z0-9-]+", "-", f"build-report-{report.get('scenario')}-{report.get('version')}".lower()
-    ).strip("-")
+    key = re.sub(r"[^a-z0-9-]+", "-", f"build-report-{report.scenario}-{report.version}".lower()).strip("-")
     create_markdown_artifact(
         markdown=markdown_summary(report, html_path),
         key=key,

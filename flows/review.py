@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the CLI imports this module on every command: the queue and
     from annotations.queue import Queue
     from flows.config import ReviewConfig
     from schemas import Question
+    from schemas.report import ReviewReport
 
 
 class ReviewSettings(BaseSettings):
@@ -95,7 +96,7 @@ def review_summary(queue: Queue) -> dict[str, Any]:
 
 def enqueue_and_summarise(
     path: str | Path, questions: list[Question], batch: str, tasks: list[str], reviews_per_item: int
-) -> dict[str, Any]:
+) -> ReviewReport:
     """Enqueue a build's questions (one transaction) and summarise the queue for the report (the build's last step)."""
     from annotations.queue import Queue
 
@@ -104,7 +105,11 @@ def enqueue_and_summarise(
         queue.set_reviews_per_item(reviews_per_item)
     changes = changelog_against_queue(queue, questions, tasks)
     result = queue.enqueue(questions, batch=batch, tasks=tasks)
-    return {"enqueued": result.as_dict(), "changelog": changes, **review_summary(queue)}
+    from schemas.report import ReviewReport
+
+    return ReviewReport.model_validate(
+        {"enqueued": result.as_dict(), "changelog": changes, **review_summary(queue)}
+    )
 
 
 def changelog_against_queue(
@@ -219,6 +224,9 @@ def review_command(
     ] = None,
 ) -> None:
     """Serve the review web app for a queue (or print agreement, or exchange tasks with Label Studio)."""
+    from extractors.discovery import discover_extractors
+
+    discover_extractors()  # content hashes follow the scenarios' TaskSpecs
     path = _queue_for(queue, config)
     if not path.is_file():
         typer.echo(

@@ -113,12 +113,13 @@ def llm_parts(
     gen: GeneratorConfig, out_dir: str, settings: Settings, default_model: str | None, provider: str
 ) -> LLMParts:
     """Wire an SDK client, response cache, ledger (prices, budget) and limiter for `gen` (see the module docstring)."""
+    from extractors.discovery import discover_extractors, prompt_dirs
     from generators.llm.batch import AnthropicBatches, BatchRunner, OpenAIBatches
     from generators.llm.clients import AnthropicMessages, OpenAIChat
     from generators.llm.engine import Limiter, LLMEngine
     from generators.llm.ledger import Ledger, Price
     from generators.llm.openai_compatible import discover_model
-    from generators.llm.prompting import PromptLibrary
+    from generators.llm.prompting import LLM_PROMPTS, PromptLibrary
     from generators.llm.store import ResponseStore
 
     anthropic_side = gen.name == "anthropic"
@@ -156,7 +157,7 @@ def llm_parts(
         {m: Price(p.input, p.output) for m, p in gen.prices.items()}, gen.budget_usd, gen.batch_price_factor
     )
     ledger.require_prices(model)
-    prompts = PromptLibrary.load(pins=gen.prompt_versions)
+    prompts = PromptLibrary.load([*prompt_dirs(discover_extractors()), LLM_PROMPTS], pins=gen.prompt_versions)
     store = ResponseStore(gen.cache_file(out_dir))
     if gen.batch:
         api: Any = (

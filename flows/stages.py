@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from extractors.base import ExtractOptions
+from extractors.base import ExtractOptions, Extractor
 from extractors.ingest.bundles import read_input
 from extractors.ingest.sniff import FoundVerdict
 from extractors.labels.gold_answers import FoundGold, join_golds
@@ -122,13 +122,12 @@ def label_and_keep(
     return KeepResult(kept, labelled, dropped, problems, judged)
 
 
-def observe_runs(extractor_cls: Any, runs: Iterable[Trajectory]) -> Any:
-    """What an extractor that defines `observe` learns from every labelled run before extracting (else None)."""
-    observe = getattr(extractor_cls, "observe", None)
-    return observe([t for t in runs if t.kind in extractor_cls.reads]) if observe is not None else None
+def observe_runs(extractor_cls: type[Extractor], runs: Iterable[Trajectory]) -> Any:
+    """What the scenario learns from every labelled run of its kinds before extracting (None: nothing)."""
+    return extractor_cls.observe([t for t in runs if t.kind in extractor_cls.reads])
 
 
-def make_extractor(extractor_cls: Any, observed: Any = None) -> Any:
+def make_extractor(extractor_cls: type[Extractor], observed: Any = None) -> Extractor:
     """An extractor instance, handed what `observe_runs` learned (when it learned anything)."""
     extractor = extractor_cls()
     if observed is not None:
@@ -137,7 +136,7 @@ def make_extractor(extractor_cls: Any, observed: Any = None) -> Any:
 
 
 def extract_stage(
-    extractor: Any, trajs: Iterable[Trajectory], tasks: Mapping[str, ExtractOptions]
+    extractor: Extractor, trajs: Iterable[Trajectory], tasks: Mapping[str, ExtractOptions]
 ) -> tuple[list[GoldStep], list[Problem]]:
     """Run the scenario extractor for every task over a shard of trajectories."""
     golds: list[GoldStep] = []

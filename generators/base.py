@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from schemas import Distractor, GoldStep, Problem, Provenance, Question
+from schemas.report import LLMUsage
 
 
 class PoolEntry(NamedTuple):
@@ -33,6 +34,14 @@ class DistractorGenerator(Protocol):
         self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
     ) -> Iterator[Question | Problem]:
         """One Question (gold first, `gold_index=0`) or Problem per step."""
+        ...
+
+    def usage_report(self) -> LLMUsage | None:
+        """Tokens and cost of the build so far, per task and model (None: the generator spends nothing)."""
+        ...
+
+    def close(self) -> None:
+        """Release clients, pools and caches (the flow calls it once, after the last shard)."""
         ...
 
 

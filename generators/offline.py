@@ -255,6 +255,13 @@ class OfflineGenerator:
         self.own_window = own_window
         self.exact_below = exact_below
 
+    def usage_report(self) -> None:
+        """Offline generation spends no tokens."""
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
     def generate(
         self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
     ) -> Iterator[Question | Problem]:

@@ -9,15 +9,16 @@ from schemas.items import Item, Status, Verdict
 from schemas.problems import Problem
 from schemas.provenance import Provenance
 from schemas.questions import LETTERS, Distractor, Question
-from schemas.rows import TASKS, TaskSpec, candidate_schema, content_hash, question_row, rows_table, task_spec
+from schemas.rows import candidate_schema, content_hash, question_row, rows_table
 from schemas.steps import CANDIDATE_SOURCES, Candidate, Form, GoldStep, candidate_source
+from schemas.tasks import AptbenchPrompt, TaskLimits, TaskSpec, register_tasks, registered_tasks, task_spec
 from schemas.trajectory import Action, Label, Outcome, Source, Step, Trajectory
 
 __all__ = [
     "CANDIDATE_SOURCES",
     "LETTERS",
-    "TASKS",
     "Action",
+    "AptbenchPrompt",
     "Candidate",
     "Distractor",
     "Form",
@@ -31,6 +32,7 @@ __all__ = [
     "Source",
     "Status",
     "Step",
+    "TaskLimits",
     "TaskSpec",
     "Trajectory",
     "Verdict",
@@ -39,6 +41,8 @@ __all__ = [
     "content_hash",
     "content_id",
     "question_row",
+    "register_tasks",
+    "registered_tasks",
     "rows_table",
     "task_spec",
     "uuid_for",

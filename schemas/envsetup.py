@@ -165,3 +165,16 @@ class EnvSetupRun(Model):
     def to_record(self) -> dict[str, Any]:
         """The JSON form (`schema` key first), as stored in `Trajectory.meta["envsetup"]`."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+META_KEY = "envsetup"
+"""The `Trajectory.meta` key an env-setup run travels under."""
+
+
+def run_of(meta: dict[str, Any]) -> EnvSetupRun:
+    """The normalised run stored in an env-setup trajectory's `meta`.
+
+    Raises:
+        KeyError: the trajectory holds no env-setup run.
+    """
+    return EnvSetupRun.model_validate(meta[META_KEY])

@@ -1,156 +1,21 @@
 """Explicit Arrow schemas of candidate and published rows, per task.
 
 Each task's row carries exactly the APTBench field names and types of that task (in the
-official key order, `APTBENCH.md` §4), so APTBench's own evaluation code reads our export
-unchanged, followed by aptforge's metadata and provenance columns. Arrow never infers a type.
+official key order, `APTBENCH.md` §4, as the scenario's TaskSpec declares them), so APTBench's own
+evaluation code reads our export unchanged, followed by aptforge's metadata and provenance columns.
+Arrow never infers a type.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
 import pyarrow as pa
 
 from schemas.ids import content_id, uuid_for
 from schemas.items import Item
 from schemas.questions import Question
-from schemas.steps import Form
-
-FieldType = Literal["str", "int"]
-
-
-class TaskSpec(NamedTuple):
-    """What one task's published row looks like."""
-
-    dataset: str
-    """APTBench dataset folder (`issue_fix`, `env_setup`, `deepresearch`)."""
-    task: str
-    """APTBench task folder (`plan`, `action`, ...)."""
-    form: Form
-    """`mcq` or `completion`."""
-    n_options: int
-    """Options per MCQ item (0 for completion)."""
-    fields: tuple[tuple[str, FieldType], ...]
-    """APTBench keys in official order with their types."""
-    answer_key: str = "answer"
-    """Key holding the gold (letter for MCQ, text for completion)."""
-    choices_sep: str = "\n"
-    """Separator between `(A) ...` options in `choices`."""
-
-
-_S: FieldType = "str"
-_I: FieldType = "int"
-
-#: Every task aptforge knows, keyed by (scenario, task). APTBench field names from APTBENCH.md §4.
-TASKS: dict[tuple[str, str], TaskSpec] = {
-    ("swe_issue_fix", "plan"): TaskSpec(
-        "issue_fix", "plan", "mcq", 4, (("uuid", _S), ("trajs", _S), ("choices", _S), ("answer", _S))
-    ),
-    ("swe_issue_fix", "action"): TaskSpec(
-        "issue_fix",
-        "action",
-        "completion",
-        0,
-        (("uuid", _S), ("tool_set", _S), ("trajs", _S), ("answer", _S)),
-    ),
-    ("swe_issue_fix", "locate"): TaskSpec(
-        "issue_fix",
-        "locate",
-        "mcq",
-        4,
-        (("uuid", _S), ("issue_statement", _S), ("choices", _S), ("answer", _S)),
-    ),
-    ("swe_issue_fix", "fix_patch"): TaskSpec(
-        "issue_fix",
-        "fix_patch",
-        "mcq",
-        4,
-        (("uuid", _S), ("issue_statement", _S), ("choices", _S), ("answer", _S)),
-    ),
-    ("swe_issue_fix", "test_patch"): TaskSpec(
-        "issue_fix",
-        "test_patch",
-        "mcq",
-        4,
-        (("uuid", _S), ("problem_statement", _S), ("choices", _S), ("answer", _S)),
-    ),
-    ("swe_env_setup", "plan"): TaskSpec(
-        "env_setup",
-        "plan",
-        "mcq",
-        7,
-        (("uuid", _S), ("repo_info", _S), ("choices", _S), ("answer", _S)),
-        choices_sep=" ",
-    ),
-    ("swe_env_setup", "action"): TaskSpec(
-        "env_setup",
-        "action",
-        "completion",
-        0,
-        (
-            ("uuid", _S),
-            ("execution_plan", _S),
-            ("executed_cmds", _S),
-            ("cmd_prefix", _S),
-            ("cmd_postfix", _S),
-            ("target_cmd", _S),
-        ),
-        answer_key="target_cmd",
-    ),
-    ("swe_env_setup", "error"): TaskSpec(
-        "env_setup",
-        "error",
-        "mcq",
-        7,
-        (
-            ("uuid", _S),
-            ("setup_instruct", _S),
-            ("issue_title", _S),
-            ("issue_body", _S),
-            ("choices", _S),
-            ("answer", _S),
-        ),
-        choices_sep=" ",
-    ),
-    ("dr", "plan"): TaskSpec(
-        "deepresearch",
-        "plan",
-        "mcq",
-        6,
-        (
-            ("traj_id", _I),
-            ("source", _S),
-            ("qid", _S),
-            ("query", _S),
-            ("question_instruct", _S),
-            ("trajectory", _S),
-            ("next_step", _S),
-            ("choices", _S),
-            ("tool_set", _S),
-            ("traj_len", _I),
-            ("answer", _S),
-            ("query_answer", _S),
-            ("uuid", _S),
-        ),
-    ),
-    ("dr", "summ_ans"): TaskSpec(
-        "deepresearch",
-        "summ_ans",
-        "completion",
-        0,
-        (
-            ("uuid", _S),
-            ("traj_id", _I),
-            ("source", _S),
-            ("query", _S),
-            ("query_answer", _S),
-            ("question_instruct", _S),
-            ("traj_len", _I),
-            ("trajectory", _S),
-            ("answer", _S),
-        ),
-    ),
-}
+from schemas.tasks import task_spec
 
 _ARROW = {"str": pa.string(), "int": pa.int64()}
 
@@ -186,15 +51,6 @@ META_FIELDS: tuple[pa.Field, ...] = (
     pa.field("tokens_out", pa.int64(), nullable=False),
     pa.field("cost_usd", pa.float64(), nullable=False),
 )
-
-
-def task_spec(scenario: str, task: str) -> TaskSpec:
-    """Look up a task, naming the known ones on a miss."""
-    try:
-        return TASKS[(scenario, task)]
-    except KeyError:
-        known = ", ".join(f"{s}/{t}" for s, t in sorted(TASKS))
-        raise KeyError(f"unknown task {scenario}/{task}; known: {known}") from None
 
 
 def aptbench_schema(scenario: str, task: str) -> pa.Schema:

@@ -14,7 +14,6 @@ from pydantic import Field
 from schemas.base import Model
 
 Label = Literal["success", "failure", "unknown"]
-TrajectoryKind = Literal["swe", "dr", "envsetup", "generic"]
 
 
 class Action(Model):
@@ -80,8 +79,8 @@ class Trajectory(Model):
 
     trajectory_id: str
     """Content-derived id: h(source format, file name, native id)."""
-    kind: TrajectoryKind = "swe"
-    """Scenario family the run belongs to; extractors declare which kinds they read."""
+    kind: str = Field(min_length=1)
+    """Family of the run, as its reader declares it (`@reader(kind=...)`); extractors declare which kinds they read."""
     task: str
     """The task text (issue / problem statement / question), without wrapping instructions."""
     system_prompt: str = ""

@@ -50,3 +50,11 @@ def prefect_harness() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def scenario_specs() -> None:
+    """Discover the scenarios once, as every flow does first: it registers their TaskSpecs."""
+    from extractors.discovery import discover_extractors
+
+    discover_extractors()

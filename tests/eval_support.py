@@ -24,15 +24,15 @@ def sample_release(root: Path, samples_dir: Path) -> Path:
     from annotations.queue import Queue
     from flows.config import load_config
     from flows.publish import prepare, write_release
-    from tests.publish_support import questions
+    from tests.publish_support import build_report_for, questions
 
     repo = Path(__file__).resolve().parents[1]
-    cfg = load_config(repo / "configs" / "swe.yaml", out_dir=root)
+    cfg = load_config(repo / "configs" / "swe_issue_fix.yaml", out_dir=root)
     queue = Queue(root / "queue.sqlite")
     queue.enqueue(questions(samples_dir), batch="b1")
     for row in queue.items(limit=10_000):
         queue.decide(row.item_id, "tester", "accept", seen=queue.seen(row.item_id, "tester"))
-    files, _ = prepare(cfg, queue.verified(), {"quality": {"flags": {}}}, None)
+    files, _ = prepare(cfg, queue.verified(), build_report_for(cfg), None)
     folder = root / "release"
     write_release(folder, files)
     ensure_fewshot(folder)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from extractors.discovery import discover_extractors, prompt_dirs
 from flows.config import BuildConfig
 from flows.settings import Settings, make_llm_generator
 from generators.llm.generator import LLMDistractorGenerator
@@ -131,3 +132,7 @@ def generate(
 ) -> list[Question | Problem]:
     """Every output of one `generate()` call."""
     return list(gen.generate(steps, [], n_options))
+
+
+SCENARIO_PROMPTS = prompt_dirs(discover_extractors())
+"""The scenarios' prompt folders, as the flows hand them to `PromptLibrary.load`."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from flows.config import load_config
 from flows.publish import prepare
 from generators.offline import OfflineGenerator
 from generators.quality.balance import balance_positions
+from schemas.report import BuildReport, Counts, QualityReport
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def questions(samples_dir):
 @pytest.fixture()
 def reviewed(tmp_path, samples_dir):
     """A config into tmp_path, a build report, and a queue with some items accepted, some rejected, some pending."""
-    cfg = load_config(ROOT / "configs" / "swe.yaml", out_dir=tmp_path)
+    cfg = load_config(ROOT / "configs" / "swe_issue_fix.yaml", out_dir=tmp_path)
     qs = questions(samples_dir)
     queue = Queue(Path(cfg.out_dir) / cfg.scenario / "queue.sqlite")
     queue.enqueue(qs, batch="b1")
@@ -52,7 +52,7 @@ def reviewed(tmp_path, samples_dir):
         decided["accepted" if decision == "accept" else "rejected"].add(q.item_id)
     out = cfg.output_dir()
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps({"quality": {"flags": {}}}))
+    (out / "report.json").write_text(build_report_for(cfg).model_dump_json())
     return cfg, queue, decided
 
 
@@ -65,14 +65,32 @@ def own_datasets_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-datasets-cache")
 
 
+def build_report_for(cfg, **quality) -> BuildReport:
+    """The build report publish reads (counts do not matter to it; the quality section does)."""
+    counts = Counts(
+        input_files=0, trajectories_read=0, kept=0, dropped=0, gold_steps=0, questions=0, quarantined=0
+    )
+    return BuildReport(
+        scenario=cfg.scenario,
+        version=cfg.version,
+        config_hash=cfg.fingerprint(),
+        generator="offline",
+        seed=cfg.seed,
+        output_dir=str(cfg.output_dir()),
+        counts=counts,
+        quality=QualityReport(**quality),
+    )
+
+
 def prepare_release(cfg, queue, repo=None):
-    return prepare(cfg, queue.verified(), json.loads((cfg.output_dir() / "report.json").read_text()), repo)
+    report = BuildReport.model_validate_json((cfg.output_dir() / "report.json").read_text())
+    return prepare(cfg, queue.verified(), report, repo)
 
 
 def config_file_for(cfg, tmp_path):
-    config_file = tmp_path / "swe.yaml"
+    config_file = tmp_path / "swe_issue_fix.yaml"
     config_file.write_text(
-        (ROOT / "configs" / "swe.yaml")
+        (ROOT / "configs" / "swe_issue_fix.yaml")
         .read_text()
         .replace("out_dir: ../out", f"out_dir: {cfg.out_dir}")
         .replace("../extractors", str(ROOT / "extractors"))

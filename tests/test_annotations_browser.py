@@ -339,7 +339,7 @@ def _real_queue(tmp_path: Path, shared_dir: Path) -> Path:
     for rel in (f"trajs/{REAL_RUN}/{REAL_RUN}.traj.json", f"logs/{REAL_RUN}/report.json"):
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(run / rel, src / rel)
-    config = yaml.safe_load((ROOT / "configs" / "swe.yaml").read_text())
+    config = yaml.safe_load((ROOT / "configs" / "swe_issue_fix.yaml").read_text())
     config["sources"] = [{"path": str(ROOT / "extractors" / "samples" / "swe_issue_fix")}, {"path": str(src)}]
     for task in config["tasks"].values():
         task.update(max_items_per_trajectory=40, max_context_tokens=200_000, max_observation_chars=1500)

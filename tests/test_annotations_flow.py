@@ -28,7 +28,7 @@ def test_the_build_enqueues_and_a_rebuild_keeps_verdicts_and_requeues_changed_it
     prefect_harness, tmp_path
 ):
     out = tmp_path / "out"
-    config = ROOT / "configs" / "swe.yaml"
+    config = ROOT / "configs" / "swe_issue_fix.yaml"
     first = build(config, out)
     path = out / "swe_issue_fix" / "queue.sqlite"
     assert first["review"]["queue"] == str(path)

@@ -78,11 +78,11 @@ def test_items_refused_for_budget_are_retried_by_the_next_run_and_nothing_is_pai
             "budget_usd: 0.003, max_concurrency: 4, prices: {gpt-test: {input: 0.4, output: 1.6}}}\n"
         )
         first = run_build(load_config(cfg))
-        refused = first["problems_by_reason"].get("generate.no_distractors", 0)
+        refused = first.problems_by_reason.get("generate.no_distractors", 0)
         sent = server.count(CHAT)
         assert refused > 0 and sent > 0
         second = run_build(load_config(cfg))
-        assert second["problems_by_reason"].get("generate.no_distractors", 0) < refused
-        assert second["questions_by_task"]["plan"] > first["questions_by_task"]["plan"]
+        assert second.problems_by_reason.get("generate.no_distractors", 0) < refused
+        assert second.questions_by_task["plan"] > first.questions_by_task["plan"]
         bodies = [json.dumps(r.json, sort_keys=True) for r in server.requests_for(CHAT)]
         assert len(bodies) > sent and len(set(bodies)) == len(bodies)  # only the refused ones were sent

@@ -22,7 +22,7 @@ from flows.io import clean_stale_temps
 
 ROOT = Path(__file__).resolve().parents[1]
 APTFORGE = [sys.executable, "-c", "from flows.cli import main; main()"]
-SWE = ROOT / "configs" / "swe.yaml"
+SWE = ROOT / "configs" / "swe_issue_fix.yaml"
 
 
 def _env(prefect_home: Path, **extra: str) -> dict[str, str]:

@@ -133,7 +133,7 @@ def test_reference_files_are_read_with_problems_for_bad_lines_and_missing_paths(
 def test_without_sources_nothing_is_checked_or_dropped():
     items = [_q("a", "t", _ISSUE)]
     stage = contamination_stage(items, ContaminationConfig())
-    assert stage.kept == items and stage.problems == [] and stage.report == {"checked": False}
+    assert stage.kept == items and stage.problems == [] and not stage.report.checked
 
 
 # --- a real build against an earlier version and a reference corpus -------------------------------
@@ -170,7 +170,7 @@ def test_items_found_in_an_earlier_version_are_reported_per_task_and_dropped_whe
 
     shutil.copytree(SAMPLES / "sweagent_v1", tmp_path / "inputs")
     first = run_build(load_config(_config(tmp_path, "v1", {})))
-    assert first["contamination"] == {"checked": False}
+    assert not first.contamination.checked and first.contamination.flagged == 0
     v1 = tmp_path / "out" / "swe_issue_fix" / "v1" / "candidates"
     published = tmp_path / "published" / "v1"
     released: dict[str, set[str]] = {}
@@ -197,7 +197,7 @@ def test_items_found_in_an_earlier_version_are_reported_per_task_and_dropped_whe
                 {"previous_versions": [str(published)], "reference": [str(reference)], "drop": True},
             )
         )
-    )
+    ).model_dump(mode="json")
     c = report["contamination"]
     assert (
         c["checked"]

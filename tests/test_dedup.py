@@ -177,7 +177,7 @@ def _build(root: Path, name: str, sources: list[Path]) -> tuple[dict, Path]:
             }
         )
     )
-    report = run_build(load_config(cfg))
+    report = run_build(load_config(cfg)).model_dump(mode="json")
     return report, root / f"out-{name}" / "swe_issue_fix" / "v-dedup"
 
 

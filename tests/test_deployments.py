@@ -14,11 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _config(tmp_path: Path, schedule: str) -> Path:
-    text = (ROOT / "configs" / "swe.yaml").read_text()
+    text = (ROOT / "configs" / "swe_issue_fix.yaml").read_text()
     text = text.replace("../extractors", str(ROOT / "extractors")).replace(
         "out_dir: ../out", f"out_dir: {tmp_path / 'out'}"
     )
-    path = tmp_path / "configs" / "swe.yaml"
+    path = tmp_path / "configs" / "swe_issue_fix.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text + schedule)
     return path
@@ -27,7 +27,7 @@ def _config(tmp_path: Path, schedule: str) -> Path:
 def test_only_configs_with_an_enabled_schedule_are_served(tmp_path):
     _config(tmp_path, "schedule:\n  cron: '0 3 * * 1'\n")
     (tmp_path / "configs" / "off.yaml").write_text(
-        (tmp_path / "configs" / "swe.yaml")
+        (tmp_path / "configs" / "swe_issue_fix.yaml")
         .read_text()
         .replace("version: v0.1.0", "version: v9")
         .replace("cron: '0 3 * * 1'", "cron: '0 3 * * 1'\n  enabled: false")

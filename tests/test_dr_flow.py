@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from schemas import TASKS, candidate_schema
+from schemas import candidate_schema, task_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def test_the_dr_build_writes_plan_and_summ_ans_rows_with_aptbench_deepresearch_f
     for task in ("plan", "summ_ans"):
         table = pq.read_table(built / "candidates" / f"{task}.parquet")
         assert table.schema.equals(candidate_schema("dr", task))
-        keys = [name for name, _ in TASKS[("dr", task)].fields]
+        keys = list(task_spec("dr", task).field_names)
         assert table.column_names[: len(keys)] == keys
         for row in table.to_pylist():
             assert isinstance(row["traj_id"], int) and row["traj_len"] == len(json.loads(row["trajectory"]))

@@ -1,4 +1,4 @@
-"""The env-setup scenario end to end: `aptforge build configs/envsetup.yaml` on a real Prefect server,
+"""The env-setup scenario end to end: `aptforge build configs/swe_env_setup.yaml` on a real Prefect server,
 a build over the real SUPER runs in $APTFORGE_SHARED, and `aptforge inspect` labelling every run.
 """
 
@@ -16,7 +16,7 @@ from flows.cli import app
 from schemas import candidate_schema
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "configs" / "envsetup.yaml"
+CONFIG = ROOT / "configs" / "swe_env_setup.yaml"
 runner = CliRunner()
 KEYS = {
     "plan": ["uuid", "repo_info", "choices", "answer"],

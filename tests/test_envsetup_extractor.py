@@ -15,7 +15,7 @@ import pytest
 from extractors.base import ExtractOptions, Origin
 from extractors.discovery import discover_readers
 from extractors.ingest.bundles import find_run_inputs, read_input
-from extractors.readers.envsetup.common import make_step, run_of, to_trajectory, verdict
+from extractors.readers.envsetup.common import make_step, to_trajectory, verdict
 from extractors.shell.commands import has_placeholder, is_read_only
 from extractors.swe_env_setup import SweEnvSetup
 from extractors.swe_env_setup.errors import error_pairs
@@ -25,7 +25,7 @@ from flows import stages
 from generators.offline import OfflineGenerator
 from generators.quality.baselines import Mcq, task_baselines
 from schemas import GoldStep, Problem, Trajectory
-from schemas.envsetup import EnvSetupRun, SourceRef, TargetRepo
+from schemas.envsetup import EnvSetupRun, SourceRef, TargetRepo, run_of
 
 OPTS = ExtractOptions(
     max_items_per_trajectory=50, max_context_tokens=4000, max_observation_chars=2000, seed=7
@@ -147,7 +147,7 @@ def test_fixes_that_failed_in_other_runs_become_distractors_of_the_same_repo():
 def test_every_plan_distractor_is_checked_wrong_by_the_runs_evidence(samples_dir):
     path = samples_dir / "swe_env_setup/super/gpt-4o-2024-08-06_react-super_expert/wordvec/history.ipynb"
     traj = next(o for o in read_input(discover_readers(), str(path)) if isinstance(o, Trajectory))
-    run = run_of(traj)
+    run = run_of(traj.meta)
     plan = plan_steps(run)
     required = required_steps(plan, error_pairs(run))
     assert {plan[k].category for k in required} >= {"clone", "edit", "run"}
@@ -228,7 +228,7 @@ def test_every_super_error_gold_names_only_what_its_traceback_names_and_was_veri
 
     checked = 0
     for traj in _super_runs(shared_dir):
-        run = run_of(traj)
+        run = run_of(traj.meta)
         for p in error_pairs(run):
             fail, rerun = run.steps[p.fail], run.steps[p.evidence]
             err = identify(fail.output)

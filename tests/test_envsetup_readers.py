@@ -19,7 +19,6 @@ from extractors.discovery import discover_readers
 from extractors.ingest.bundles import bundle_record, detect_bundle, find_run_inputs, read_input
 from extractors.ingest.records import Record
 from extractors.ingest.sniff import read_record
-from extractors.readers.envsetup.common import run_of
 from extractors.shell.commands import (
     command_key,
     error_line,
@@ -29,7 +28,7 @@ from extractors.shell.commands import (
     notebook_commands,
 )
 from schemas import Problem, Trajectory
-from schemas.envsetup import EnvSetupRun
+from schemas.envsetup import EnvSetupRun, run_of
 
 READERS = discover_readers()
 
@@ -47,7 +46,7 @@ def _run(path: Path) -> tuple[Trajectory, EnvSetupRun]:
     outs = _read(path)
     trajs = [o for o in outs if isinstance(o, Trajectory)]
     assert len(trajs) == 1, outs
-    return trajs[0], run_of(trajs[0])
+    return trajs[0], run_of(trajs[0].meta)
 
 
 SUPER = "super/gpt-4o-2024-08-06_react-super_masked"

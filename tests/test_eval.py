@@ -52,9 +52,12 @@ def ngram():
     ],
 )
 def test_answers_are_extracted_by_the_declared_aptbench_rules(scenario, task, output, expected):
-    from flows.publish import scenario_prompts
+    from extractors.discovery import discover_extractors
+    from schemas import task_spec
 
-    assert extract(scenario_prompts(scenario)[(scenario, task)], output) == expected
+    discover_extractors()  # folds each scenario's aptbench_prompts.yaml into its TaskSpecs
+    spec = task_spec(scenario, task.removesuffix("_en"))
+    assert extract(spec.aptbench[task], output) == expected
 
 
 def test_rouge_l_counts_words_and_cjk_characters():

@@ -19,7 +19,7 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def built(prefect_harness, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("out")
-    result = runner.invoke(app, ["build", str(ROOT / "configs" / "swe.yaml"), "--out", str(out)])
+    result = runner.invoke(app, ["build", str(ROOT / "configs" / "swe_issue_fix.yaml"), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "questions" in result.output and "quarantined" in result.output
     return out / "swe_issue_fix" / "v0.1.0"
@@ -75,7 +75,9 @@ def test_bad_inputs_are_quarantined_with_file_and_reason_and_counted(built):
 
 @pytest.mark.flow
 def test_a_rebuild_of_the_same_inputs_gives_identical_candidates(built, tmp_path):
-    result = runner.invoke(app, ["build", str(ROOT / "configs" / "swe.yaml"), "--out", str(tmp_path)])
+    result = runner.invoke(
+        app, ["build", str(ROOT / "configs" / "swe_issue_fix.yaml"), "--out", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     again = tmp_path / "swe_issue_fix" / "v0.1.0"
     for task in ("plan", "action"):

@@ -83,6 +83,7 @@ def test_two_models_runs_of_the_same_instances_each_get_their_own_reports_verdic
 def _run(iid: str, file: str, model: str) -> Trajectory:
     return Trajectory(
         trajectory_id=f"{model}-{iid}",
+        kind="swe",
         task="t",
         source=Source(format="f", file=file, instance_id=iid, model=model),
     )

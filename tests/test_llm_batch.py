@@ -40,7 +40,7 @@ def test_a_batch_is_submitted_polled_and_collected_at_the_batch_price(server, tm
     server.batch_in_progress_polls = 2
     gen = batch_generator(server, tmp_path, name)
     out = generate(gen, [plan_step(i) for i in range(5)])
-    report = gen.usage_report()
+    report = gen.usage_report().model_dump()
     gen.close()
     assert all(isinstance(q, Question) for q in out)
     assert (
@@ -89,7 +89,7 @@ def test_invalid_batch_output_is_resubmitted_once_with_the_reason(server, tmp_pa
     server.batch_in_progress_polls = 0
     gen = batch_generator(server, tmp_path, "openai")
     out = generate(gen, [plan_step(1), plan_step(2)])
-    report = gen.usage_report()
+    report = gen.usage_report().model_dump()
     gen.close()
     assert all(isinstance(q, Question) for q in out)
     assert server.count("batches.create") == 2 and report["total"]["retries"] == 2
@@ -99,7 +99,7 @@ def test_the_budget_holds_back_batch_requests_that_do_not_fit(server, tmp_path):
     server.batch_in_progress_polls = 0
     gen = batch_generator(server, tmp_path, "openai", budget_usd=0.03)
     out = generate(gen, [plan_step(i) for i in range(6)])
-    report = gen.usage_report()
+    report = gen.usage_report().model_dump()
     gen.close()
     made = [o for o in out if isinstance(o, Question)]
     held = [o for o in out if isinstance(o, Problem)]

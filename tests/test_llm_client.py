@@ -21,7 +21,16 @@ from generators.llm.openai_gen import OpenAIGenerator
 from generators.llm.prompting import PromptLibrary
 from generators.llm.store import ResponseStore
 from schemas import Problem, Question
-from tests.llm_support import API_KEY, CHAT, MESSAGES, dr_step, generate, make_generator, plan_step
+from tests.llm_support import (
+    API_KEY,
+    CHAT,
+    MESSAGES,
+    SCENARIO_PROMPTS,
+    dr_step,
+    generate,
+    make_generator,
+    plan_step,
+)
 from tests.servers.llm import Fault, LLMStandInServer, distractor_responder, last_user_text
 
 
@@ -55,7 +64,7 @@ def test_429_and_500_are_retried_by_the_sdk_honouring_retry_after(server, tmp_pa
     server.add_faults(CHAT, Fault.rate_limit(retry_after=0.05), Fault.server_error(retry_after=0.05))
     gen = make_generator(server, tmp_path, max_retries=2)
     out = generate(gen, [plan_step(1)])
-    report = gen.usage_report()
+    report = gen.usage_report().model_dump()
     gen.close()
     assert reasons(out) == [None]
     assert [r.status for r in server.requests_for(CHAT)] == [429, 500, 200]
@@ -84,7 +93,7 @@ def test_a_malformed_json_body_gets_one_retry_then_becomes_a_problem(server, tmp
     out = generate(gen, [plan_step(2)])
     gen.close()
     assert reasons(out) == ["llm_malformed_response"] and server.count(CHAT) == 4
-    assert gen.usage_report()["total"]["retries"] == 2
+    assert gen.usage_report().total.retries == 2
 
 
 def test_a_reply_cut_at_the_token_limit_is_retried_once_with_twice_the_limit(server, tmp_path):
@@ -107,7 +116,7 @@ def test_a_refusal_is_a_problem_not_retried_and_not_paid_twice(server, tmp_path,
     out = generate(gen, [plan_step(1)])
     gen.close()
     assert reasons(out) == ["llm_refused"] and "I can't help with that." in out[0].detail
-    assert server.count(route) == 1 and gen.usage_report()["total"]["refusals"] == 1
+    assert server.count(route) == 1 and gen.usage_report().total.refusals == 1
     again = make_generator(server, tmp_path, name)
     assert reasons(generate(again, [plan_step(1)])) == ["llm_refused"]
     again.close()
@@ -144,7 +153,7 @@ def test_a_rerun_is_served_from_the_cache_with_zero_requests(server, tmp_path):
     assert server.count(CHAT) == 8 and reasons(first) == [None] * 8
     again = make_generator(server, tmp_path, prices={"gpt-test": {"input": 1.0, "output": 1.0}})
     second = generate(again, steps)
-    report = again.usage_report()
+    report = again.usage_report().model_dump()
     again.close()
     assert server.count(CHAT) == 8
     assert second == first  # same options, same provenance (original tokens and cost)
@@ -160,7 +169,7 @@ def test_the_budget_cap_stops_cleanly_leaving_no_distractors_problems(server, tm
     gen = make_generator(server, tmp_path, prices=prices, budget_usd=0.6, max_concurrency=concurrency)
     steps = [plan_step(i) for i in range(12)]
     out = generate(gen, steps)
-    report = gen.usage_report()
+    report = gen.usage_report().model_dump()
     gen.close()
     made = [o for o in out if isinstance(o, Question)]
     stopped = [o for o in out if isinstance(o, Problem)]
@@ -216,7 +225,9 @@ def test_the_requests_per_minute_limit_spaces_requests(server, tmp_path):
     store = ResponseStore(tmp_path / "cache.sqlite")
     client = OpenAIChat(openai.AsyncOpenAI(api_key=API_KEY, base_url=server.openai_base_url))
     engine = LLMEngine(client, store, Ledger({}), Limiter(8, rpm=2, period=0.5))
-    gen = OpenAIGenerator(runner=engine, ledger=engine.ledger, prompts=PromptLibrary.load(), model="gpt-test")
+    gen = OpenAIGenerator(
+        runner=engine, ledger=engine.ledger, prompts=PromptLibrary.load(SCENARIO_PROMPTS), model="gpt-test"
+    )
     started = time.monotonic()
     assert reasons(generate(gen, [plan_step(i) for i in range(6)])) == [None] * 6
     elapsed = time.monotonic() - started
@@ -299,7 +310,7 @@ def test_the_budget_counts_money_in_flight_and_is_mostly_spent_before_refusing(s
     prices = {"gpt-test": {"input": 0.4, "output": 1.6}}
     gen = make_generator(server, tmp_path, prices=prices, budget_usd=0.02, max_concurrency=16)
     out = generate(gen, [plan_step(i) for i in range(150)])
-    report = gen.usage_report()
+    report = gen.usage_report().model_dump()
     gen.close()
     refused = [o for o in out if isinstance(o, Problem)]
     assert refused and {p.reason for p in refused} == {"no_distractors"}

@@ -1,6 +1,6 @@
 """The build flow with LLM generators, on the session's Prefect server, against the stand-in LLM server.
 
-`aptforge build configs/swe.yaml --generator openai|anthropic` (what `make build-swe GENERATOR=...`
+`aptforge build configs/swe_issue_fix.yaml --generator openai|anthropic` (what `make build-swe GENERATOR=...`
 runs) with the endpoint and key in the environment: LLM distractors with provenance, a rerun that
 makes no request, a build SIGKILLed mid-generation whose rerun repeats no completed request, and an
 API key that appears in no output file, no log record and no console output.
@@ -62,7 +62,7 @@ def all_logs() -> Iterator[_Everything]:
 
 
 def build(out: Path, generator: str, env: dict[str, str], description: str | None = None) -> dict:
-    config = ROOT / "configs" / "swe.yaml"
+    config = ROOT / "configs" / "swe_issue_fix.yaml"
     if description is not None:  # the same build with a changed config (a new config hash)
         text = config.read_text().replace("../extractors", str(ROOT / "extractors"))
         text = "\n".join(

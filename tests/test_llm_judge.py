@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from extractors.labels.answers import judge_answer
 from flows.cli import app
 from generators.llm.judge import format_prompt, needs_judge, parse_verdict, request_body
-from generators.llm.prompting import PromptLibrary
+from generators.llm.prompting import LLM_PROMPTS, PromptLibrary
 from schemas import Outcome, Source, Trajectory
 from tests.servers.llm import LLMStandInServer, last_user_text
 
@@ -104,7 +104,7 @@ def _traj(question: str, aliases: list[str], answer: str) -> Trajectory:
 
 
 def test_the_judge_prompt_holds_question_aliases_and_answer_and_only_needs_judge_runs_qualify():
-    template = PromptLibrary.load().get("judge", "answer")
+    template = PromptLibrary.load([LLM_PROMPTS]).get("judge", "answer")
     assert template is not None and template.name == "judge.answer.v1.md.j2"
     t = _traj("Who wrote Faust?", ["Goethe", "J. W. von Goethe"], "Most likely Goethe, not sure.")
     prompt = format_prompt(template, t)

@@ -13,8 +13,8 @@ from generators.llm.generator import check_output, parse
 from generators.llm.ledger import Ledger
 from generators.llm.openai_compatible import OpenAICompatibleGenerator
 from generators.llm.openai_gen import OpenAIGenerator, openai_body
-from generators.llm.prompting import PROMPTS_DIR, PromptError, PromptLibrary, render, truncate_middle
-from tests.llm_support import dr_step, generate, plan_step
+from generators.llm.prompting import PromptError, PromptLibrary, render, truncate_middle
+from tests.llm_support import SCENARIO_PROMPTS, dr_step, generate, plan_step
 
 STEP = plan_step(1, gold="I need to change the subtraction entry to use operator.sub")
 GOOD = [
@@ -30,7 +30,9 @@ def reply(items: list) -> str:
 
 def offline_generator(cls: type = OpenAIGenerator, **kw) -> OpenAIGenerator:
     """A generator for pure calls only (no runner)."""
-    return cls(runner=None, ledger=Ledger({}), prompts=PromptLibrary.load(), model="gpt-test", **kw)
+    return cls(
+        runner=None, ledger=Ledger({}), prompts=PromptLibrary.load(SCENARIO_PROMPTS), model="gpt-test", **kw
+    )
 
 
 @pytest.mark.parametrize(
@@ -180,7 +182,7 @@ def test_long_contexts_are_cut_in_the_middle_to_the_budget():
 
 
 def test_request_bodies_use_each_providers_structured_output():
-    prompt = render(PromptLibrary.load().get("swe_issue_fix", "plan"), STEP, 3, 24000)
+    prompt = render(PromptLibrary.load(SCENARIO_PROMPTS).get("swe_issue_fix", "plan"), STEP, 3, 24000)
     strict = openai_body(prompt, model="m", max_tokens=100)
     assert strict["response_format"]["json_schema"]["strict"] is True and "temperature" not in strict
     tool = openai_body(prompt, model="m", max_tokens=100, structured="tool", temperature=0.3)
@@ -206,9 +208,14 @@ def test_request_bodies_use_each_providers_structured_output():
 
 
 def test_the_prompt_hash_is_the_sha256_of_the_prompt_file():
-    template = PromptLibrary.load().get("swe_issue_fix", "plan")
-    assert template.sha256 == hashlib.sha256((PROMPTS_DIR / template.name).read_bytes()).hexdigest()
-    assert PromptLibrary.load().get("dr", "plan") is not None
+    template = PromptLibrary.load(SCENARIO_PROMPTS).get("swe_issue_fix", "plan")
+    assert (
+        template.sha256
+        == hashlib.sha256(
+            next(d / template.name for d in SCENARIO_PROMPTS if (d / template.name).exists()).read_bytes()
+        ).hexdigest()
+    )
+    assert PromptLibrary.load(SCENARIO_PROMPTS).get("dr", "plan") is not None
 
 
 def test_the_highest_prompt_version_wins_unless_pinned(tmp_path):
@@ -217,11 +224,11 @@ def test_the_highest_prompt_version_wins_unless_pinned(tmp_path):
         (tmp_path / f"swe_issue_fix.plan.v{version}.md.j2").write_text(
             body.replace("v{{", f"v{version} {{{{")
         )
-    assert PromptLibrary.load(tmp_path).get("swe_issue_fix", "plan").version == 2
-    pinned = PromptLibrary.load(tmp_path, {"swe_issue_fix.plan": 1}).get("swe_issue_fix", "plan")
+    assert PromptLibrary.load([tmp_path]).get("swe_issue_fix", "plan").version == 2
+    pinned = PromptLibrary.load([tmp_path], {"swe_issue_fix.plan": 1}).get("swe_issue_fix", "plan")
     assert render(pinned, STEP, 3, 100).system == "v1 3"
     with pytest.raises(PromptError, match="no prompt version 7"):
-        PromptLibrary.load(tmp_path, {"swe_issue_fix.plan": 7})
+        PromptLibrary.load([tmp_path], {"swe_issue_fix.plan": 7})
 
 
 @pytest.mark.parametrize(
@@ -235,7 +242,7 @@ def test_the_highest_prompt_version_wins_unless_pinned(tmp_path):
 def test_a_malformed_prompt_file_is_refused_naming_the_file(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)
     with pytest.raises(PromptError, match=message):
-        PromptLibrary.load(tmp_path)
+        PromptLibrary.load([tmp_path])
 
 
 def test_trajectory_text_cannot_forge_a_prompt_section():

@@ -74,7 +74,7 @@ def test_the_ledger_reserves_the_worst_case_and_reports_per_task_and_model():
         ledger.reserve("m", 5000, 5000)
     with pytest.raises(BudgetExceeded):  # exhausted stays exhausted, even for a small request
         ledger.reserve("m", 1, 1)
-    report = ledger.report()
+    report = ledger.report().model_dump()
     assert report["spent_usd"] == pytest.approx(0.0007) and report["budget_exhausted"]
     assert (
         report["by_task"]["plan"]["m"]["tokens_in"] == 500

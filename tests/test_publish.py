@@ -9,9 +9,11 @@ import pytest
 
 from annotations.queue import Queue
 from flows.config import load_config
-from flows.publish import PublishRefused, prepare, refused_tasks, write_release
+from flows.publish import PublishRefused, prepare, write_release
+from generators.quality.audit import refused_tasks
 from schemas import content_hash
-from tests.publish_support import ROOT, own_datasets_cache, prepare_release, reviewed
+from schemas.report import QualityReport
+from tests.publish_support import ROOT, build_report_for, own_datasets_cache, prepare_release, reviewed
 
 pytestmark = pytest.mark.usefixtures("own_datasets_cache")
 __all__ = ["own_datasets_cache", "reviewed"]
@@ -71,11 +73,11 @@ def test_the_folder_loads_with_datasets_and_exports_official_keys(reviewed, tmp_
 
 def test_exported_keys_and_types_match_the_official_reference_files(shared_dir):
     """Every task the reference holds: our schema declares exactly its keys, in order, with its types."""
-    from schemas import TASKS
+    from schemas import registered_tasks
 
     ref_root = shared_dir / "aptbench-reference"
     checked = 0
-    for spec in TASKS.values():
+    for spec in registered_tasks().values():
         for ref in sorted(ref_root.glob(f"{spec.dataset}/{spec.task}*/input_data.jsonl")):
             row = json.loads(ref.read_text(encoding="utf-8").splitlines()[0])
             ours = [(n, "int" if k == "int" else "str") for n, k in spec.fields]
@@ -117,15 +119,15 @@ def test_lm_eval_loads_both_protocols_with_demos_from_the_fewshot_split(reviewed
 
 
 def test_a_flagged_task_is_refused_unless_overridden_with_a_reason():
-    report = {"quality": {"flags": {"plan": "pick_longest 0.61 > bound 0.35"}}}
-    assert refused_tasks(report, {}) == {"plan": "pick_longest 0.61 > bound 0.35"}
-    assert refused_tasks(report, {"plan": "accepted: options come from one repo"}) == {}
+    quality = QualityReport(flags={"plan": "pick_longest 0.61 > bound 0.35"})
+    assert refused_tasks(quality, {}) == {"plan": "pick_longest 0.61 > bound 0.35"}
+    assert refused_tasks(quality, {"plan": "accepted: options come from one repo"}) == {}
 
 
 def test_nothing_verified_means_nothing_published(tmp_path):
-    cfg = load_config(ROOT / "configs" / "swe.yaml", out_dir=tmp_path)
+    cfg = load_config(ROOT / "configs" / "swe_issue_fix.yaml", out_dir=tmp_path)
     with pytest.raises(PublishRefused, match="no verified items"):
-        prepare(cfg, [], {}, None)
+        prepare(cfg, [], build_report_for(cfg), None)
 
 
 def test_a_failure_midway_leaves_the_previous_release_intact(tmp_path):
@@ -151,7 +153,7 @@ def test_a_failure_midway_leaves_the_previous_release_intact(tmp_path):
             },
         ),
         (
-            "envsetup.yaml",
+            "swe_env_setup.yaml",
             {"aptbench/env_setup/action/input_data.jsonl", "aptbench/env_setup/error/input_data.jsonl"},
         ),
     ],

@@ -106,26 +106,24 @@ def _rows(n: int, gold_longest: bool) -> list[dict]:
 
 def test_a_task_over_its_bound_is_refused_unless_the_config_overrides_it_with_a_reason():
     flagged = build_quality({"plan": _rows(120, gold_longest=True)}, QualityConfig())
-    entry = flagged["tasks"]["plan"]
-    assert "longest" in entry["exceeded"] and not entry["publishable"] and "longest 100.0%" in entry["why"]
-    assert flagged["flags"] == {"plan": entry["why"]} and flagged["refused_tasks"] == ["plan"]
-    assert "plan" in refused_tasks({"quality": flagged})
+    entry = flagged.tasks["plan"]
+    assert "longest" in entry.exceeded and not entry.publishable and "longest 100.0%" in entry.why
+    assert flagged.flags == {"plan": entry.why} and flagged.refused_tasks == ["plan"]
+    assert "plan" in refused_tasks(flagged)
+    assert refused_tasks(flagged, {"plan": "overridden at publish time"}) == {}
     excused = build_quality(
         {"plan": _rows(120, True)}, QualityConfig(overrides={"plan": "length is the skill"})
     )
-    assert (
-        excused["tasks"]["plan"]["publishable"]
-        and excused["tasks"]["plan"]["override"] == "length is the skill"
-    )
-    assert refused_tasks({"quality": excused}) == {}
+    assert excused.tasks["plan"].publishable and excused.tasks["plan"].override == "length is the skill"
+    assert refused_tasks(excused) == {}
     loose = build_quality(
-        {"plan": _rows(120, True)}, QualityConfig(bounds={"plan": dict.fromkeys(entry["exceeded"], 1.0)})
+        {"plan": _rows(120, True)}, QualityConfig(bounds={"plan": dict.fromkeys(entry.exceeded, 1.0)})
     )
-    assert loose["tasks"]["plan"]["exceeded"] == []
+    assert loose.tasks["plan"].exceeded == []
 
 
 def test_a_config_with_an_unknown_baseline_or_a_reasonless_override_is_rejected(tmp_path):
-    base = yaml.safe_load((ROOT / "configs" / "swe.yaml").read_text())
+    base = yaml.safe_load((ROOT / "configs" / "swe_issue_fix.yaml").read_text())
     for quality, needle in (
         ({"bounds": {"plan": {"medoid": 0.3}}}, "unknown baseline"),
         ({"overrides": {"plan": "  "}}, "needs a reason"),

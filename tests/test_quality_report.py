@@ -37,7 +37,7 @@ def _build(config: Path, out: Path) -> dict:
 @pytest.fixture(scope="module")
 def built(prefect_harness, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("quality")
-    _build(ROOT / "configs" / "swe.yaml", out)
+    _build(ROOT / "configs" / "swe_issue_fix.yaml", out)
     return out / "swe_issue_fix" / "v0.1.0"
 
 
@@ -68,7 +68,7 @@ def test_every_baseline_of_the_bundled_swe_build_stays_within_its_bound(built):
 def test_on_a_build_of_100_plus_real_items_every_baseline_stays_within_chance_plus_ten_points(
     prefect_harness, shared_dir, tmp_path
 ):
-    config = yaml.safe_load((ROOT / "configs" / "swe.yaml").read_text())
+    config = yaml.safe_load((ROOT / "configs" / "swe_issue_fix.yaml").read_text())
     config.update(sources=[{"path": str(shared_dir / "trajectories")}], version="real", seed=7)
     path = tmp_path / "real.yaml"
     path.write_text(yaml.safe_dump(config))

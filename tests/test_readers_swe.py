@@ -23,6 +23,7 @@ READERS = discover_readers()
 def _run(iid: str, file: Path, model: str = "m") -> Trajectory:
     return Trajectory(
         trajectory_id=f"{model}-{iid}",
+        kind="swe",
         task="t",
         source=Source(format="mini_swe_agent", file=str(file), instance_id=iid, model=model),
     )

@@ -36,7 +36,7 @@ def _run(cfg, **limits):
     if limits:
         cfg = cfg.model_copy(update={"limits": cfg.limits.model_copy(update=limits)})
     state = build.with_options(task_runner=task_runner(cfg))(cfg, return_state=True)
-    return state.result(), state.state_details.flow_run_id
+    return state.result().model_dump(mode="json"), state.state_details.flow_run_id
 
 
 def _task_states(flow_run_id) -> dict[str, list[str]]:

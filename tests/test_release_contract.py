@@ -22,7 +22,7 @@ from flows.config import load_config
 from flows.publish import prepare, write_release
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = {"swe.yaml": "swe_issue_fix", "envsetup.yaml": "swe_env_setup", "dr.yaml": "dr"}
+SCENARIOS = {"swe_issue_fix.yaml": "swe_issue_fix", "swe_env_setup.yaml": "swe_env_setup", "dr.yaml": "dr"}
 
 pytestmark = pytest.mark.flow
 
@@ -131,8 +131,8 @@ def test_no_release_file_holds_an_absolute_path_and_a_second_clone_builds_the_sa
                 blob = json.dumps(pq.read_table(path).to_pylist(), ensure_ascii=False).encode()
             for needle in (clone_root, str(ROOT)):
                 assert needle.encode() not in blob, (path.relative_to(folder), needle)
-    first, _ = releases["envsetup.yaml"]
-    second, _ = build_release(tmp_path_factory.mktemp("second-clone"), "envsetup.yaml")
+    first, _ = releases["swe_env_setup.yaml"]
+    second, _ = build_release(tmp_path_factory.mktemp("second-clone"), "swe_env_setup.yaml")
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     assert all((first / p).read_bytes() == (second / p).read_bytes() for p in files)
@@ -170,7 +170,7 @@ def test_the_card_passes_the_metadata_check_names_every_licence_and_scores_the_p
 def test_the_metadata_check_finds_a_bad_value_and_an_unnamed_licence(releases):
     from flows.card import CardSource, check_card
 
-    folder, _ = releases["swe.yaml"]
+    folder, _ = releases["swe_issue_fix.yaml"]
     text = (folder / "README.md").read_text()
     bad = text.replace("- n<1K", "- tiny", 1).replace("multilinguality: monolingual", "multilinguality: some")
     problems = check_card(bad, [CardSource("swe_issue_fix", "cc-by-nc-4.0")])

@@ -8,7 +8,6 @@ import pytest
 from pydantic import ValidationError
 
 from schemas import (
-    TASKS,
     Distractor,
     Problem,
     Provenance,
@@ -16,6 +15,7 @@ from schemas import (
     candidate_schema,
     content_hash,
     question_row,
+    registered_tasks,
     rows_table,
     uuid_for,
 )
@@ -111,7 +111,7 @@ def test_a_row_missing_a_declared_field_is_refused():
 
 
 def test_every_task_spec_declares_uuid_and_its_answer_key():
-    for (scenario, task), spec in TASKS.items():
+    for (scenario, task), spec in registered_tasks().items():
         names = [n for n, _ in spec.fields]
         assert "uuid" in names, (scenario, task)
         assert spec.answer_key in names, (scenario, task)

@@ -339,7 +339,7 @@ def planted_build(prefect_harness, tmp_path_factory):
     for lg in loggers:
         lg.addHandler(capture)
     try:
-        report = run_build(load_config(root / "build.yaml"))
+        report = run_build(load_config(root / "build.yaml")).model_dump(mode="json")
     finally:
         for lg in loggers:
             lg.removeHandler(capture)
@@ -442,13 +442,14 @@ def test_accepting_everything_and_publishing_ships_no_secret_only_placeholders(p
     """Issue 10's end to end: planted secrets -> build -> accept all -> publish (dry run renders every file)."""
     from annotations.queue import Queue
     from flows.publish import prepare, write_release
+    from schemas.report import BuildReport
 
     out, report, _ = planted_build
     cfg = load_config(out.parent / "build.yaml")
     queue = Queue(cfg.queue_path())
     for row in queue.items():
         queue.decide(row.item_id, "ana", "accept", seen=queue.seen(row.item_id, "ana"))
-    files, plan = prepare(cfg, queue.verified(), report, "aptforge/secrets")
+    files, plan = prepare(cfg, queue.verified(), BuildReport.model_validate(report), "aptforge/secrets")
     assert sum(plan.counts.values()) == len(queue.verified()) > 0
     release = tmp_path / "release"
     write_release(release, files, check=assert_release_clean)

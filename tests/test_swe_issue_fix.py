@@ -17,6 +17,7 @@ def _step(i: int, thought: str, raw: str, tool: str = "bash", obs: str | None = 
 def _traj(steps, **kw) -> Trajectory:
     return Trajectory(
         trajectory_id=kw.get("tid", "t1"),
+        kind="swe",
         task="Division by zero in tinycalc.div",
         system_prompt="You are a helpful assistant.",
         prompt="<pr_description>\nDivision by zero in tinycalc.div\n</pr_description>",

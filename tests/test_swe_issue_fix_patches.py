@@ -78,6 +78,7 @@ STEPS = [
 def _traj(steps=STEPS, patch=PATCH, label="success", iid="calc-1", tid="t-ok") -> Trajectory:
     return Trajectory(
         trajectory_id=tid,
+        kind="swe",
         task="div floors its result",
         steps=tuple(steps),
         patch=patch,

@@ -45,6 +45,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, unknown_task
+from extractors.dr.tasks import SPECS
 from extractors.dr.wording import COMPLETION_TOOLS
 from extractors.dr.wrong_steps import RunView, wrong_steps
 from extractors.labels.answers import normalize
@@ -264,7 +265,7 @@ def evidence_steps(traj: Trajectory) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-@extractor("dr", version=2, reads={"dr"}, tasks=("plan", "summ_ans"))
+@extractor("dr", version=2, reads={"dr"}, tasks=SPECS)
 class DeepResearch:
     """Gold next steps and final answers from successful deep-research runs."""
 

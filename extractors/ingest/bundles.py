@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,6 +26,8 @@ from extractors.base import Origin
 from extractors.ingest.records import InputScan, Record, scan_inputs, stable_key
 from extractors.ingest.sniff import FoundVerdict, read_file, read_record
 from schemas import Problem, Trajectory
+
+log = logging.getLogger(__name__)
 
 BUNDLE_KEY = "__bundle__"
 _SUPER = ("history.ipynb", "metrics.json")
@@ -157,17 +160,29 @@ def _load_json_cached(path: str, mtime_ns: int, size: int) -> Any:
 def _decode(role: str, path: str) -> Any:
     """Decode one member file (JSON allows NaN, as RepoLaunch writes it; notebooks via nbformat)."""
     if role == "history.ipynb":
-        import nbformat
-
-        text = Path(path).read_text(encoding="utf-8")
-        json.loads(text)  # a broken notebook is reported with the line where its JSON breaks
-        return nbformat.reads(text, as_version=4)
+        return _notebook(Path(path).read_text(encoding="utf-8"))
     if path.endswith((".log", ".txt")):
         return Path(path).read_text(encoding="utf-8", errors="replace")
     if role == "eval":
         st = os.stat(path)
         return _load_json_cached(path, st.st_mtime_ns, st.st_size)
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _notebook(text: str) -> Any:
+    """A notebook as nbformat v4, from one JSON parse (a broken one is reported with the line it breaks at)."""
+    import nbformat
+
+    data = json.loads(text)
+    major, minor = nbformat.reader.get_version(data)
+    if major not in nbformat.versions:
+        raise nbformat.NBFormatError(f"unsupported nbformat version {major}")
+    notebook = nbformat.convert(nbformat.versions[major].to_notebook_json(data, minor=minor), 4)
+    try:
+        nbformat.validate(notebook)
+    except nbformat.ValidationError as exc:  # as nbformat.reads does: an invalid notebook is still read
+        log.warning("notebook JSON is invalid: %s", exc)
+    return notebook
 
 
 def _decode_problem(path: str, exc: Exception) -> Problem:

@@ -32,7 +32,6 @@ from typing import NamedTuple
 
 from extractors._balance import balanced_head
 from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, unknown_task
-from extractors.readers.envsetup.common import run_of
 from extractors.shell.commands import describe
 from extractors.swe_env_setup.errors import (
     MAX_LINE_CHARS,
@@ -58,9 +57,10 @@ from extractors.swe_env_setup.steps import (
     split_target,
     target_drop,
 )
+from extractors.swe_env_setup.tasks import SPECS
 from extractors.swe_env_setup.wrong_fixes import wrong_fixes
 from schemas import Candidate, GoldStep, Problem, Trajectory, content_id
-from schemas.envsetup import EnvSetupRun
+from schemas.envsetup import EnvSetupRun, run_of
 from schemas.text import truncate_middle
 
 _NAMED = re.compile(r"^\d+\. In `([^`]+)`", re.M)
@@ -116,7 +116,7 @@ class FixLibrary(NamedTuple):
     """`(run_id, install step)` of every labelled run's plan (`plan` distractors of other repositories)."""
 
 
-@extractor("swe_env_setup", version=2, reads={"envsetup"}, tasks=("plan", "action", "error"))
+@extractor("swe_env_setup", version=2, reads={"envsetup"}, tasks=SPECS)
 class SweEnvSetup:
     """Gold commands, fixes and plans from successful environment-setup runs."""
 
@@ -130,7 +130,7 @@ class SweEnvSetup:
         installs: list[tuple[str, PlanStep]] = []
         for traj in runs:
             try:
-                run = run_of(traj)
+                run = run_of(traj.meta)
             except (KeyError, ValueError):
                 continue
             found += failed_fixes(run)
@@ -147,7 +147,7 @@ class SweEnvSetup:
             yield problem
             return
         try:
-            run = run_of(traj)
+            run = run_of(traj.meta)
         except (KeyError, ValueError) as exc:
             yield Problem(
                 where=where,

@@ -37,6 +37,7 @@ from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_ste
 from extractors.swe_issue_fix.observed import Observed, observe_runs, plan_candidates, run_facts
 from extractors.swe_issue_fix.patch_tasks import PATCH_TASKS, patch_items
 from extractors.swe_issue_fix.plans import condense_plan, is_vague
+from extractors.swe_issue_fix.tasks import SPECS
 from schemas import Candidate, GoldStep, Problem, Step, Trajectory, content_id
 from schemas.text import truncate_middle
 
@@ -127,7 +128,7 @@ def _fit(
     return None
 
 
-@extractor("swe_issue_fix", version=2, reads={"swe"}, tasks=("plan", "action", *PATCH_TASKS))
+@extractor("swe_issue_fix", version=2, reads={"swe"}, tasks=SPECS)
 class SweIssueFix:
     """Gold plans and commands from successful SWE issue-fixing runs."""
 

@@ -26,15 +26,17 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
 from rapidfuzz import fuzz
 
 from generators.base import PoolEntry, completion_question, posed
 from generators.llm.engine import Checked, Job, LLMFailure, LLMReply, LLMRequest, Outcome, make_request
 from generators.llm.ledger import Ledger
-from generators.llm.prompting import Prompt, PromptLibrary, render, with_repair_note
+from generators.llm.prompting import DistractorReply, Prompt, PromptLibrary, render, with_repair_note
 from generators.quality.gates import context_text, flaw_terms
 from generators.text import normalise, similarity
 from schemas import Distractor, GoldStep, Problem, Question, task_spec
+from schemas.report import LLMUsage
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?|\n?```\s*$")
 _LETTER = re.compile(r"^\(?[A-Za-z]\)\s+")
@@ -93,21 +95,22 @@ def check_output(
     if text is None or not text.strip():
         return Checked(None, "the reply was empty")
     data = load_json(text)
-    items = data.get("distractors") if isinstance(data, dict) else data if isinstance(data, list) else None
     if data is None:
         return Checked(None, "the reply was not JSON")
-    if not isinstance(items, list):
-        return Checked(None, 'the JSON has no "distractors" list')
+    try:
+        reply = DistractorReply.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "reply"
+        return Checked(None, f"the JSON does not match the reply schema ({where}: {first['msg']})")
     gold_is_json = _json_object(step.gold) is not None
     known = (step.gold + "\n" + context_text(step.fields)).lower()
     taken = [(step.gold, normalise(step.gold))]
     out: list[Distractor] = []
     refused: list[str] = []
-    for i, item in enumerate(items):
-        body, kind = (item.get("text"), item.get("kind")) if isinstance(item, dict) else (item, "")
-        if isinstance(body, dict):
-            body = json.dumps(body, ensure_ascii=False)
-        if not isinstance(body, str) or not clean_option(body):
+    for i, option in enumerate(reply.distractors):
+        body, kind = option.text, option.kind
+        if not clean_option(body):
             refused.append(f"entry {i} has no text")
             continue
         body = clean_option(body)
@@ -247,7 +250,7 @@ class LLMDistractorGenerator:
                         where=step.step_id,
                         stage="generate",
                         reason="no_prompt_template",
-                        detail=f"no generators/prompts/{step.scenario}.{step.task}.v<N>.md.j2",
+                        detail=f"no prompt file {step.scenario}.{step.task}.v<N>.md.j2 in the scenario's prompts/ folder",
                     )
                 )
                 continue
@@ -293,7 +296,7 @@ class LLMDistractorGenerator:
         )
         return posed(step, outcome.value, prov)
 
-    def usage_report(self) -> dict[str, Any]:
+    def usage_report(self) -> LLMUsage:
         """Tokens and cost of this build per task and model (`Ledger.report`)."""
         return self.ledger.report()
 

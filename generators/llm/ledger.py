@@ -17,9 +17,11 @@ build nothing and are counted separately. Thread-safe.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from schemas.report import LLMUsage, Usage
 
 
 class Price(NamedTuple):
@@ -35,41 +37,6 @@ class BudgetExceeded(Exception):
 
 class BudgetPending(Exception):
     """A request fits the budget only if requests in flight settle below their worst case: wait, then ask again."""
-
-
-@dataclass
-class Usage:
-    """What one (task, model) cost in a build."""
-
-    requests: int = 0
-    """Requests sent (SDK-internal retries of one request count once)."""
-    cache_hits: int = 0
-    """Replies taken from the response cache (free)."""
-    retries: int = 0
-    """Second attempts after output that did not parse or validate."""
-    refusals: int = 0
-    """Replies in which the model refused."""
-    failures: int = 0
-    """Items that ended without distractors (any reason, budget included)."""
-    no_distractors: int = 0
-    """Items refused because the budget was exhausted."""
-    tokens_in: int = 0
-    """Prompt tokens paid in this build."""
-    tokens_out: int = 0
-    """Completion tokens paid in this build."""
-    cost_usd: float = 0.0
-    """Cost paid in this build."""
-
-    def merge(self, other: Usage) -> None:
-        """Add another usage into this one."""
-        for key, value in asdict(other).items():
-            setattr(self, key, getattr(self, key) + value)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready (cost rounded to micro-dollars)."""
-        out = asdict(self)
-        out["cost_usd"] = round(self.cost_usd, 6)
-        return out
 
 
 class Ledger:
@@ -93,7 +60,7 @@ class Ledger:
         self.in_flight = 0
         """Reservations not yet settled or released (a count, so float drift can never fake one)."""
         self.exhausted = False
-        self._usage: dict[tuple[str, str], Usage] = {}
+        self._usage: dict[tuple[str, str], Counter[str]] = {}
         self._lock = threading.Lock()
 
     def require_prices(self, model: str) -> None:
@@ -114,8 +81,8 @@ class Ledger:
             return 0.0
         return factor * (tokens_in * price.input + tokens_out * price.output) / 1_000_000
 
-    def _entry(self, task: str, model: str) -> Usage:
-        return self._usage.setdefault((task, model), Usage())
+    def _entry(self, task: str, model: str) -> Counter[str]:
+        return self._usage.setdefault((task, model), Counter())
 
     def reserve(
         self, model: str, tokens_in: int, tokens_out: int, factor: float = 1.0, *, pending_ok: bool = False
@@ -164,41 +131,46 @@ class Ledger:
         with self._lock:
             self._unreserve(reserved)
             self.spent_usd += cost
-            entry = self._entry(task, model)
-            entry.requests += 1
-            entry.tokens_in += tokens_in
-            entry.tokens_out += tokens_out
-            entry.cost_usd += cost
+            self._entry(task, model).update(
+                {"requests": 1, "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost}
+            )
         return cost
 
     def count(self, task: str, model: str, field: str, n: int = 1) -> None:
         """Count an event (`cache_hits`, `retries`, `refusals`, `failures`, `no_distractors`, `requests`)."""
         with self._lock:
-            entry = self._entry(task, model)
-            setattr(entry, field, getattr(entry, field) + n)
+            if field not in Usage.model_fields:
+                raise ValueError(f"unknown usage field {field!r}")
+            self._entry(task, model)[field] += n
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> LLMUsage:
         """Per task and model, per model, and in total, plus the budget state."""
         with self._lock:
-            usage = {k: Usage(**asdict(v)) for k, v in self._usage.items()}
+            usage = {k: Counter(v) for k, v in self._usage.items()}
             spent, exhausted = self.spent_usd, self.exhausted
-        by_task: dict[str, dict[str, Any]] = {}
-        by_model: dict[str, Usage] = {}
-        total = Usage()
-        for (task, model), u in sorted(usage.items()):
-            by_task.setdefault(task, {})[model] = u.as_dict()
-            by_model.setdefault(model, Usage()).merge(u)
-            total.merge(u)
-        return {
-            "budget_usd": self.budget_usd,
-            "spent_usd": round(spent, 6),
-            "budget_exhausted": exhausted,
-            "priced_models": sorted(self.prices),
-            "unpriced_models": sorted(m for m in by_model if m not in self.prices),
-            "by_task": by_task,
-            "by_model": {m: u.as_dict() for m, u in sorted(by_model.items())},
-            "total": total.as_dict(),
-        }
+        by_model: dict[str, Counter[str]] = {}
+        total: Counter[str] = Counter()
+        for (_task, model), counts in sorted(usage.items()):
+            by_model.setdefault(model, Counter()).update(counts)
+            total.update(counts)
+        by_task: dict[str, dict[str, Usage]] = {}
+        for (task, model), counts in sorted(usage.items()):
+            by_task.setdefault(task, {})[model] = _usage(counts)
+        return LLMUsage(
+            budget_usd=self.budget_usd,
+            spent_usd=round(spent, 6),
+            budget_exhausted=exhausted,
+            priced_models=sorted(self.prices),
+            unpriced_models=sorted(m for m in by_model if m not in self.prices),
+            by_task=by_task,
+            by_model={m: _usage(c) for m, c in sorted(by_model.items())},
+            total=_usage(total),
+        )
 
 
-__all__ = ["BudgetExceeded", "BudgetPending", "Ledger", "Price", "Usage"]
+def _usage(counts: Counter[str]) -> Usage:
+    """Counts as a report entry (cost rounded to micro-dollars)."""
+    return Usage(**{**counts, "cost_usd": round(counts.get("cost_usd", 0.0), 6)})
+
+
+__all__ = ["BudgetExceeded", "BudgetPending", "Ledger", "Price"]

@@ -3,8 +3,9 @@
 Why: a new scenario or task only adds a prompt file; changing a prompt means a new file (a new
 version), never an edit in place; the file's SHA-256 goes into every item's provenance.
 
-Files are `generators/prompts/<scenario>.<task>.v<N>.md.j2`; the highest N wins unless a version is
-pinned. A file opens with a Jinja comment saying what it is for, then has a `=== system ===` and a
+Files are `<scenario>.<task>.v<N>.md.j2` in each scenario package's `prompts/` folder, plus this
+package's own `prompts/` (`LLM_PROMPTS`: prompts of the LLM layer itself, e.g. the answer judge's
+`judge.answer`); the flows pass the folders in. The highest N wins unless a version is pinned. A file opens with a Jinja comment saying what it is for, then has a `=== system ===` and a
 `=== user ===` section. The sections are split *before* rendering, so trajectory text can never
 forge one. Template variables: `step` (the GoldStep), `gold`, `fields` (the item's context fields),
 `n` (distractors wanted) and `budget` (characters the context may take). Filters: `fromjson`,
@@ -17,16 +18,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import jinja2
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas import GoldStep
 from schemas.text import truncate_middle
 
-PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
+LLM_PROMPTS = Path(__file__).parent / "prompts"
+"""Prompt files of the LLM layer itself (not of a scenario): the answer judge's."""
+
 _NAME = re.compile(r"^(?P<scenario>[A-Za-z0-9_-]+)\.(?P<task>[A-Za-z0-9_]+)\.v(?P<version>\d+)\.md\.j2$")
 _SECTION = re.compile(r"^=== (system|user) ===[ \t]*$", re.M)
 
@@ -151,11 +155,11 @@ class PromptLibrary:
         self._templates = dict(templates)
 
     @classmethod
-    def load(cls, folder: str | Path = PROMPTS_DIR, pins: Mapping[str, int] | None = None) -> PromptLibrary:
-        """Compile every prompt file of `folder`.
+    def load(cls, folders: Sequence[str | Path], pins: Mapping[str, int] | None = None) -> PromptLibrary:
+        """Compile every prompt file of `folders` (the scenarios' `prompts/` folders).
 
         Args:
-            folder: Folder of `*.md.j2` prompt files.
+            folders: Folders of `*.md.j2` prompt files.
             pins: `"<scenario>.<task>" -> version` to use instead of the highest.
 
         Raises:
@@ -163,7 +167,7 @@ class PromptLibrary:
         """
         env = _environment()
         found: dict[tuple[str, str], dict[int, Path]] = {}
-        for path in sorted(Path(folder).glob("*.md.j2")):
+        for path in sorted(p for folder in folders for p in Path(folder).glob("*.md.j2")):
             match = _NAME.match(path.name)
             if not match:
                 raise PromptError(f"{path}: prompt files are named <scenario>.<task>.v<N>.md.j2")
@@ -208,31 +212,68 @@ def with_repair_note(prompt: Prompt, detail: str) -> Prompt:
     return prompt._replace(user=prompt.user + note)
 
 
+class WrongOption(BaseModel):
+    """One wrong option of a reply."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+    kind: str = Field("", description="error family of this wrong option")
+    text: str = Field(description="the wrong option, in the gold's format")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_text(cls, data: Any) -> Any:
+        """A bare string is an option without a family; a JSON step given as an object is serialised."""
+        if isinstance(data, str):
+            return {"text": data}
+        if isinstance(data, dict) and isinstance(data.get("text"), dict):
+            return {**data, "text": json.dumps(data["text"], ensure_ascii=False)}
+        return data
+
+
+class DistractorReply(BaseModel):
+    """The structured reply of an LLM generator: `{"distractors": [{"kind": ..., "text": ...}, ...]}`.
+
+    `model_json_schema()` (inlined, strict-mode safe) is the schema the request asks for; the reply is
+    validated by this model (a bare list of options is accepted as the `distractors`).
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+    distractors: list[WrongOption]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_list(cls, data: Any) -> Any:
+        return {"distractors": data} if isinstance(data, list) else data
+
+
+def _inline(schema: Any, defs: Mapping[str, Any]) -> Any:
+    """`schema` with `$ref`s inlined, titles and model docstrings dropped (what providers' strict modes take)."""
+    if isinstance(schema, dict):
+        if "$ref" in schema:
+            return _inline(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        drop = {"title", "$defs", "default"} | ({"description"} if "properties" in schema else set())
+        return {k: _inline(v, defs) for k, v in schema.items() if k not in drop}
+    if isinstance(schema, list):
+        return [_inline(v, defs) for v in schema]
+    return schema
+
+
 def distractor_schema() -> dict[str, Any]:
-    """JSON schema of a reply: `{"distractors": [{"kind": str, "text": str}, ...]}` (strict-mode safe)."""
-    item = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["kind", "text"],
-        "properties": {
-            "kind": {"type": "string", "description": "error family of this wrong option"},
-            "text": {"type": "string", "description": "the wrong option, in the gold's format"},
-        },
-    }
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["distractors"],
-        "properties": {"distractors": {"type": "array", "items": item}},
-    }
+    """JSON schema of a reply, from `DistractorReply` (every property required, no extra keys)."""
+    schema = DistractorReply.model_json_schema(mode="serialization")
+    return _inline(schema, schema.get("$defs", {}))
 
 
 __all__ = [
-    "PROMPTS_DIR",
+    "LLM_PROMPTS",
+    "DistractorReply",
     "Prompt",
     "PromptError",
     "PromptLibrary",
     "PromptTemplate",
+    "WrongOption",
     "compile_template",
     "distractor_schema",
     "render",

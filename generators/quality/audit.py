@@ -22,7 +22,9 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from generators.quality.baselines import BASELINES, Bounds, Mcq, TaskBaselines, task_baselines
 from generators.quality.gates import OptionSet, check_options, context_text
-from schemas import LETTERS, TASKS, Problem, TaskSpec, content_id
+from schemas import LETTERS, Problem, TaskSpec, content_id
+from schemas.report import QualityReport, TaskQuality
+from schemas.tasks import find_spec, specs_of_dataset
 
 RowForm = Literal["mcq", "completion", "multi_select"]
 _SEPARATORS = ("\n", " ")
@@ -100,11 +102,8 @@ def parse_choices(text: str, sep: str | None = None) -> tuple[str, ...]:
 
 
 def spec_for(dataset: str, task: str) -> TaskSpec | None:
-    """The TaskSpec of an APTBench `<dataset>/<task>` folder (`plan_zh` -> DR `plan`), if known."""
-    for spec in TASKS.values():
-        if spec.dataset == dataset and (task == spec.task or task.startswith(spec.task + "_")):
-            return spec
-    return None
+    """The TaskSpec of an APTBench `<dataset>/<task>` folder (`plan_zh` -> a language-split `plan`), if known."""
+    return specs_of_dataset(dataset, task)
 
 
 def label_for_path(path: str) -> tuple[str, TaskSpec | None]:
@@ -130,7 +129,7 @@ def aptbench_row(
     if answer_key not in data:
         return Problem(where=where, stage="audit", reason="missing_answer", detail=f"no `{answer_key}` field")
     answer = data[answer_key]
-    context = context_text(data)
+    context = context_text(data, spec)
     if "choices" not in data:
         return AuditRow(task, where, "completion", (), None, context, _key(context, (), answer))
     choices = data["choices"]
@@ -160,9 +159,9 @@ def aptbench_row(
 def candidate_row(data: Mapping[str, Any], where: str) -> AuditRow | Problem:
     """A row of aptforge's candidate or published Parquet (`options`, `gold_index`, `scenario`, `task`)."""
     task = f"{data.get('scenario', '?')}/{data.get('task', '?')}"
-    spec = TASKS.get((str(data.get("scenario")), str(data.get("task"))))
-    shown = {k: data[k] for k, _ in spec.fields if k in data} if spec else dict(data)
-    context = context_text(shown)
+    spec = find_spec(str(data.get("scenario")), str(data.get("task")))
+    shown = {k: data[k] for k in spec.field_names if k in data} if spec else dict(data)
+    context = context_text(shown, spec)
     options = tuple(str(o) for o in data.get("options") or ())
     gold = data.get("gold_index")
     if not options:
@@ -294,24 +293,27 @@ def override_of(quality: QualityRules, task: str) -> str | None:
     return quality.overrides[key] if key else None
 
 
-def task_entry(audit: TaskAudit, quality: QualityRules) -> dict[str, Any]:
-    """The JSON entry of one task: the audit plus `override` and `publishable`."""
-    entry = audit.as_dict()
+def task_entry(audit: TaskAudit, quality: QualityRules) -> TaskQuality:
+    """The report entry of one task: the audit plus `why`, `override` and `publishable`."""
     reason = override_of(quality, audit.task) if audit.flagged else None
-    entry["why"] = audit.baselines.why() if audit.baselines else ""
-    entry["override"] = reason
-    entry["publishable"] = not audit.flagged or reason is not None
-    return entry
+    return TaskQuality(
+        **audit.as_dict(),
+        why=audit.baselines.why() if audit.baselines else "",
+        override=reason,
+        publishable=not audit.flagged or reason is not None,
+    )
 
 
 def audit_json(
     result: AuditResult, quality: QualityRules | None = None, examples: int | None = None
 ) -> dict[str, Any]:
-    """JSON-ready audit: per task the entry and its findings (all, or `examples` per reason)."""
+    """The JSON document `aptforge audit --json` prints: per task the entry and its findings (all, or `examples` per reason)."""
     quality = quality or DEFAULT_RULES
     tasks: dict[str, Any] = {}
     for name, audit in result.tasks.items():
-        entry = task_entry(audit, quality)
+        judged = task_entry(audit, quality)
+        entry = judged.model_dump(exclude_none=True)  # completion tasks: no baseline figures
+        entry["override"] = judged.override
         shown: dict[str, int] = {}
         problems = []
         for p in audit.problems:
@@ -330,32 +332,34 @@ def audit_json(
 
 def build_quality(
     rows_by_task: Mapping[str, Iterable[Mapping[str, Any]]], quality: QualityRules
-) -> dict[str, Any]:
-    """The `quality` section of a build report, from the candidate rows of every task."""
-    tasks: dict[str, Any] = {}
+) -> QualityReport:
+    """The quality section of a build report, from the candidate rows of every task."""
+    tasks: dict[str, TaskQuality] = {}
     for task, rows in rows_by_task.items():
         parsed = [candidate_row(r, str(r.get("item_id", "?"))) for r in rows]
         good = [r for r in parsed if isinstance(r, AuditRow)]
         bad = [r for r in parsed if isinstance(r, Problem)]
         audit = audit_task(task, good, bounds_of(quality, task), problems=bad)
         tasks[task] = task_entry(audit, quality)
-    flags = {t: e["why"] for t, e in tasks.items() if e["flagged"]}
-    return {
-        "baselines": list(BASELINES),
-        "margin": quality.margin,
-        "min_items": quality.min_items,
-        "tasks": tasks,
-        "flags": flags,
-        "refused_tasks": sorted(t for t, e in tasks.items() if not e["publishable"]),
-    }
+    return QualityReport(
+        baselines=list(BASELINES),
+        margin=quality.margin,
+        min_items=quality.min_items,
+        tasks=tasks,
+        flags={t: e.why for t, e in tasks.items() if e.flagged},
+        refused_tasks=sorted(t for t, e in tasks.items() if not e.publishable),
+    )
 
 
-def refused_tasks(report: Mapping[str, Any]) -> dict[str, str]:
-    """Tasks a publish must refuse, with why: flagged by a baseline and not overridden in config."""
+def refused_tasks(quality: QualityReport, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Flagged tasks (a baseline over its bound) that no override excuses: task -> why.
+
+    An override is the reason recorded at build time or one in `overrides` (the config at publish time).
+    """
     out = {}
-    for task, entry in (report.get("quality") or {}).get("tasks", {}).items():
-        if not entry.get("publishable", True):
-            out[task] = (
-                f"model-free baselines exceed their bounds ({entry['why']}); set quality.overrides.{task} with a reason"
-            )
+    for task, why in quality.flags.items():
+        entry = quality.tasks.get(task)
+        if (overrides or {}).get(task) or (entry is not None and entry.override):
+            continue
+        out[task] = why
     return out

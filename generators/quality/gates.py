@@ -22,26 +22,10 @@ from typing import Any, NamedTuple
 from rapidfuzz import fuzz
 
 from generators.text import looks_like_code, normalise, option_key, similarity
-from schemas import Problem, Question
+from schemas import Problem, Question, TaskSpec
+from schemas.tasks import find_spec, non_context_keys
 
 #: Row keys that carry (part of) the answer or only bookkeeping: never part of the context.
-NON_CONTEXT_KEYS = frozenset(
-    {
-        "uuid",
-        "choices",
-        "answer",
-        "next_step",
-        "query_answer",
-        "target_cmd",
-        "cmd_prefix",
-        "cmd_postfix",
-        "qid",
-        "source",
-        "traj_id",
-        "traj_len",
-    }
-)
-
 #: Words by which an option admits it is the wrong one (APTBench DR plan: "irrelevant", 无关 ...).
 FLAW_WORDS_EN = (
     "irrelevant",
@@ -124,16 +108,23 @@ class OptionSet(NamedTuple):
     """Everything the question shows besides the options, joined."""
 
 
-def context_text(fields: Mapping[str, Any]) -> str:
-    """Join the context fields of a question or row (answer-carrying and bookkeeping keys left out)."""
-    return "\n".join(str(v) for k, v in fields.items() if k not in NON_CONTEXT_KEYS and isinstance(v, str))
+def context_text(fields: Mapping[str, Any], spec: TaskSpec | None = None) -> str:
+    """Join the context fields of a question or row, in their order.
+
+    Left out: the fields `spec` says are not context (answer carriers, ids, lengths); for a row of
+    an unknown task, every key that no registered task counts as context.
+    """
+    hidden = spec.non_context if spec is not None else non_context_keys()
+    return "\n".join(str(v) for k, v in fields.items() if k not in hidden and isinstance(v, str))
 
 
 def option_set(q: Question | OptionSet) -> OptionSet:
     """The gate view of a question (an `OptionSet` is returned as is)."""
     if isinstance(q, OptionSet):
         return q
-    return OptionSet(q.item_id, tuple(q.options), q.gold_index, context_text(q.fields))
+    return OptionSet(
+        q.item_id, tuple(q.options), q.gold_index, context_text(q.fields, find_spec(q.scenario, q.task))
+    )
 
 
 def _gold(v: OptionSet) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 from extractors.base import Origin, ReadError
 from extractors.shell.commands import clean_output, infer_failure
 from schemas import Action, Outcome, Source, Step, Trajectory, content_id
-from schemas.envsetup import EnvSetupRun, EnvStep, FileEdit, RunOutcome
+from schemas.envsetup import META_KEY, EnvSetupRun, EnvStep, FileEdit, RunOutcome
 from schemas.text import truncate_middle
 
 #: Longest output kept per step (head and tail around an omission marker).
@@ -117,17 +117,8 @@ def to_trajectory(
         steps=steps,
         outcome=outcome,
         source=source,
-        meta={"envsetup": run.to_record()},
+        meta={META_KEY: run.to_record()},
     )
-
-
-def run_of(traj: Trajectory) -> EnvSetupRun:
-    """The normalised run stored in an env-setup trajectory.
-
-    Raises:
-        KeyError: the trajectory holds no env-setup run.
-    """
-    return EnvSetupRun.model_validate(traj.meta["envsetup"])
 
 
 def files_of(record: dict[str, Any], fmt: str) -> dict[str, Any]:

@@ -1,0 +1,166 @@
+"""The build's report: made once from what the stages returned, written to `report.json`, reused when nothing changed.
+
+`make_report` turns the stages' results into one `BuildReport`; `reusable_report` reads the last report of a
+version back (through the model) when its build key matches and every output and queued item is still there.
+Reports are never edited in place: a reused one is a `model_copy` with the fresh review state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import NamedTuple
+
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from extractors.ingest.records import SKIPPED_REASONS
+from flows.config import BuildConfig
+from schemas import GoldStep, Problem, Trajectory
+from schemas.report import (
+    BuildReport,
+    ContaminationReport,
+    Counts,
+    DedupReport,
+    JudgeReport,
+    LLMUsage,
+    QualityReport,
+    ReviewReport,
+    SecretsReport,
+    TaskChange,
+)
+
+
+class Timer:
+    """Seconds per stage (a stage may be timed in several parts)."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the block as (part of) stage `name`."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 4)
+
+
+class Sections(NamedTuple):
+    """The report sections the stages produce besides the counts."""
+
+    judge: JudgeReport
+    llm: LLMUsage | None
+    secrets: SecretsReport
+    dedup: DedupReport
+    contamination: ContaminationReport
+    review: ReviewReport
+    quality: QualityReport
+
+
+def make_report(
+    config: BuildConfig,
+    files: Sequence[tuple[str, str | None, str]],
+    trajs: Sequence[Trajectory],
+    labelled: Sequence[Trajectory],
+    kept: int,
+    dropped: Mapping[str, int],
+    golds: Sequence[GoldStep],
+    questions_by_task: Mapping[str, int],
+    problems: Sequence[Problem],
+    timer: Timer,
+    sections: Sections,
+    build_key: str,
+) -> BuildReport:
+    """The report of one build."""
+    by_reason = Counter(f"{p.stage}.{p.reason}" for p in problems)
+    review = sections.review
+    return BuildReport(
+        scenario=config.scenario,
+        version=config.version,
+        config_hash=config.fingerprint(),
+        generator=config.generator.name,
+        seed=config.seed,
+        output_dir=str(config.output_dir()),
+        counts=Counts(
+            input_files=len(files),
+            skipped_entries=sum(1 for p in problems if p.stage == "read" and p.reason in SKIPPED_REASONS),
+            trajectories_read=len(trajs),
+            kept=kept,
+            dropped=sum(dropped.values()),
+            gold_steps=len(golds),
+            questions=sum(questions_by_task.values()),
+            quarantined=sum(1 for p in problems if p.severity == "error"),
+            # runs whose answer the rules could not decide and no judge decided (dropped unless keep_unknown)
+            needs_judge=sum(1 for t in labelled if t.outcome.reason == "needs_judge"),
+        ),
+        labels=dict(Counter(t.outcome.label for t in labelled)),
+        label_signals=dict(Counter(t.outcome.signal for t in labelled)),
+        formats=dict(Counter(t.source.format for t in trajs)),
+        dropped_by_reason=dict(sorted(dropped.items())),
+        questions_by_task=dict(questions_by_task),
+        problems_by_reason=dict(sorted(by_reason.items())),
+        quarantined_files=sorted({p.where.split(":")[0] for p in problems if p.stage == "read"}),
+        timings_s=dict(timer.seconds),
+        judge=sections.judge,
+        llm=sections.llm,
+        secrets=sections.secrets,
+        dedup=sections.dedup,
+        contamination=sections.contamination,
+        review=review,
+        changelog=review.changelog,  # added/removed/changed per task vs the last build
+        quality=sections.quality,
+        report_html=str(config.output_dir() / "report.html"),
+        build_key=build_key,
+    )
+
+
+def reusable_report(config: BuildConfig, key: str) -> BuildReport | None:
+    """The last report of this version, with the queue's current state, when nothing changed since it was built.
+
+    Reused only when the build key matches (config, component versions, every input file's size and
+    time, report files), every output is there, the generate stage met no Problem (a timeout or a
+    spent budget must be retried), and the review queue still holds exactly these items as built
+    (otherwise enqueueing them again has work to do: a rebuild of another version retired them).
+    """
+    if not config.limits.cache:
+        return None
+    out = config.output_dir()
+    try:
+        report = BuildReport.model_validate_json((out / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, ValidationError):
+        return None
+    if report.build_key != key or not config.queue_path().exists():
+        return None
+    if any(reason.startswith("generate.") for reason in report.problems_by_reason):
+        return None
+    tasks = list(report.questions_by_task)
+    paths = [out / "candidates" / f"{t}.parquet" for t in tasks]
+    if not all(p.exists() for p in [*paths, out / "quarantine.jsonl"]):
+        return None
+    built: dict[str, str] = {}
+    for path in paths:
+        table = pq.read_table(path, columns=["item_id", "content_hash"])
+        built.update(
+            zip(table.column("item_id").to_pylist(), table.column("content_hash").to_pylist(), strict=True)
+        )
+    from annotations.queue import Queue
+    from flows.review import review_summary
+
+    queue = Queue(config.queue_path())
+    queued: dict[str, str] = {}
+    for task_name in tasks:
+        rows = queue.items(task=task_name, scenario=config.scenario, limit=10**9)
+        queued.update({r.item_id: r.built_hash for r in rows})
+    if queued != built:
+        return None
+    changelog = {t: TaskChange(unchanged=n) for t, n in report.questions_by_task.items()}
+    review = ReviewReport.model_validate(
+        {"enqueued": {"unchanged": len(built)}, "changelog": changelog, **review_summary(queue)}
+    )
+    # any `llm` section is the reused build's own spend
+    return report.model_copy(update={"review": review, "changelog": changelog})

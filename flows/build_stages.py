@@ -1,0 +1,460 @@
+"""The stages of the `build` flow, each a function over the previous stage's result, and their Prefect tasks.
+
+Shard tasks (read, extract, generate) take shard REFERENCES and return shard results; `_cached` keys them
+by content and component versions. The flow in `flows/build.py` only calls these in order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE, CacheKeyFnPolicy
+
+from extractors.base import ExtractOptions, Extractor
+from extractors.discovery import discover_extractors, discover_readers, lookup
+from extractors.ingest.bundles import scan_run_inputs
+from extractors.ingest.records import find_inputs
+from extractors.labels.reports import Reports, load_reports
+from flows import cache_keys, hygiene, stages
+from flows import progress as progress_mod
+from flows.build_report import Timer
+from flows.config import BuildConfig, PrivacyConfig, TaskConfig
+from flows.io import clean_stale_temps, write_jsonl, write_parquet
+from flows.progress import Progress
+from flows.review import enqueue_and_summarise
+from generators.base import DistractorGenerator
+from generators.hygiene.dedup import ItemDedup, dedup_questions
+from generators.hygiene.scrub import (
+    QuestionScrub,
+    redact_problems,
+    redact_questions,
+    redact_trajectories,
+)
+from generators.hygiene.secrets import Redactor
+from generators.offline import OfflineGenerator
+from generators.quality.balance import balance_positions
+from schemas import (
+    GoldStep,
+    Problem,
+    Question,
+    TaskLimits,
+    TaskSpec,
+    Trajectory,
+    question_row,
+    rows_table,
+    task_spec,
+)
+from schemas.report import JudgeReport, LLMUsage, ReviewReport
+
+T = TypeVar("T")
+
+
+def make_generator(config: BuildConfig) -> DistractorGenerator:
+    """The distractor generator the config names."""
+    gen = config.generator
+    if gen.name == "offline":
+        return OfflineGenerator(seed=config.seed, near_duplicate=gen.near_duplicate)
+    from flows.settings import LLM_GENERATORS, make_llm_generator  # SDKs load only when needed
+
+    if gen.name in LLM_GENERATORS:
+        return make_llm_generator(config)  # API keys are read from the environment here, at the edge
+    raise ValueError(f"unknown generator {gen.name!r}; available: offline, {', '.join(LLM_GENERATORS)}")
+
+
+def make_judge(config: BuildConfig) -> Any:
+    """The answer judge `config.judge` names, or None when it is off (the default)."""
+    if not config.judge.generator:
+        return None
+    from flows.settings import make_llm_judge  # SDKs load only when needed
+
+    return make_llm_judge(config)  # API keys are read from the environment here, at the edge
+
+
+def extract_options(task: TaskConfig, spec: TaskSpec, seed: int) -> ExtractOptions:
+    """A task's extraction knobs: the spec's default limits, overridden by what the config sets."""
+    given = task.model_dump(include=task.model_fields_set & set(TaskLimits.model_fields))
+    limits = spec.limits.model_copy(update=given)
+    return ExtractOptions(
+        limits.max_items_per_trajectory, limits.max_context_tokens, limits.max_observation_chars, seed
+    )
+
+
+def chunks(items: Sequence[T], size: int) -> list[list[T]]:
+    """Split `items` into consecutive shards of at most `size`."""
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+class ScrubbedRead(NamedTuple):
+    """A read shard with its secrets already redacted (what the cache may hold), and the counts."""
+
+    read: stages.ReadResult
+    found: Counter[str]
+    redacted: Counter[str]
+    runs_redacted: int
+
+
+@task(name="read-shard", cache_policy=NO_CACHE)
+def read_shard(
+    files: list[tuple[str, str | None, str]], privacy: PrivacyConfig, cache_key: str = ""
+) -> ScrubbedRead:
+    """Read one shard of raw files and redact it before it is returned, hence before it is cached
+    (`cache_key` names the result when caching is on): no secret ever reaches `<out_dir>/.cache`.
+
+    Redaction comes right after reading, so no truncation can cut a secret in half; Problems are
+    redacted too (a reader's error may quote raw input).
+    """
+    result = stages.read_stage(discover_readers(), files)
+    redactor = hygiene.make_redactor(privacy)
+    scrubbed = redact_trajectories(result.trajectories, redactor)
+    problems = redact_problems(result.problems, redactor) + scrubbed.problems
+    read = result._replace(trajectories=scrubbed.trajectories, problems=problems)
+    return ScrubbedRead(read, redactor.found, scrubbed.redacted, len(scrubbed.problems))
+
+
+@task(name="extract-shard", cache_policy=NO_CACHE)
+def extract_shard(
+    scenario: str,
+    trajs: list[Trajectory],
+    tasks: dict[str, ExtractOptions],
+    observed: Any = None,
+    cache_key: str = "",
+) -> tuple[list[GoldStep], list[Problem]]:
+    """Extract gold steps of every task from one shard of kept trajectories."""
+    return stages.extract_stage(
+        stages.make_extractor(discover_extractors()[scenario], observed), trajs, tasks
+    )
+
+
+@task(name="generate-shard", cache_policy=NO_CACHE)
+def generate_shard(
+    config: BuildConfig,
+    golds: list[GoldStep],
+    pool: list[Any],
+    n_options: int,
+    generator: DistractorGenerator | None = None,
+    cache_key: str = "",
+) -> tuple[list[Question], list[Problem]]:
+    """Pose one shard of gold steps as questions (with the build's shared generator when given)."""
+    discover_extractors()  # a Dask worker is another process: register the TaskSpecs there too
+    return stages.generate_stage(generator or make_generator(config), golds, pool, n_options)
+
+
+@task(name="enqueue-for-review", cache_policy=NO_CACHE)
+def enqueue_for_review(
+    path: str, questions: list[Question], batch: str, tasks: list[str], reviews_per_item: int
+) -> ReviewReport:
+    """Enqueue the build's questions for human review (verdicts of unchanged items are kept)."""
+    return enqueue_and_summarise(path, questions, batch, tasks, reviews_per_item)
+
+
+def _cached(t: Any, config: BuildConfig) -> Any:
+    """`t` with its result persisted under `<out_dir>/.cache` and keyed by the explicit `cache_key` parameter.
+
+    Keys are computed by `flows.cache_keys` from input content and component versions, never from
+    task source, so an edit that bumps a reader/extractor/generator version invalidates exactly
+    what it should, and a rerun (or a run resumed after SIGKILL) skips every shard already done.
+    """
+    if not config.limits.cache:
+        return t
+    return t.with_options(
+        cache_policy=CacheKeyFnPolicy(cache_key_fn=_key_from_parameter),
+        persist_result=True,
+        result_storage=Path(config.out_dir).resolve() / ".cache" / "prefect-results",
+    )
+
+
+def retry_next_run(problem: Problem) -> bool:
+    """A generate Problem that a later run may not meet: the budget ran out, a batch is still
+    running, or the LLM failed in a way that may pass (timeouts, 5xx, invalid output; not a refusal)."""
+    if problem.stage != "generate":
+        return False
+    reason = problem.reason
+    return reason in ("no_distractors", "batch_pending") or (
+        reason.startswith("llm_") and reason != "llm_refused"
+    )
+
+
+def _forget_shard(config: BuildConfig, key: str) -> None:
+    """Drop a shard's cached result (its file is named by the cache key), so the next run redoes it."""
+    (Path(config.out_dir).resolve() / ".cache" / "prefect-results" / key).unlink(missing_ok=True)
+
+
+def _key_from_parameter(_context: Any, parameters: dict[str, Any]) -> str | None:
+    return parameters.get("cache_key") or None
+
+
+def _inputs(config: BuildConfig) -> tuple[list[tuple[str, str | None, str]], list[Problem]]:
+    """(file, forced reader, input root) per input, and a Problem per entry skipped while searching.
+
+    Ids derive from the path below the root, so moves keep them. FIFOs, sockets, devices, bad
+    symlinks and folders named like input files are never opened: each is quarantined and counted.
+    """
+    found: dict[str, tuple[str | None, str]] = {}
+    skipped: list[Problem] = []
+    for src in config.sources:
+        scan = scan_run_inputs([src.path])  # run folders (env-setup bundles) fold into one file
+        skipped += scan.problems
+        for file in scan.files:
+            found.setdefault(str(file), (src.reader, src.path))
+    report_files = {str(f) for f in find_inputs(config.report_paths())}
+    return [(f, r, root) for f, (r, root) in sorted(found.items()) if f not in report_files], skipped
+
+
+def _gather(futures: list[Any], label: str, progress: Progress | None) -> list[Any]:
+    results = []
+    for done, fut in enumerate(futures, start=1):
+        results.append(fut.result())
+        if progress:
+            progress(label, done, len(futures))
+    return results
+
+
+class Scenario(NamedTuple):
+    """The scenario a build runs: its extractor, the enabled tasks and their specs."""
+
+    extractor: type[Extractor]
+    tasks: dict[str, TaskConfig]
+    specs: dict[str, TaskSpec]
+
+
+class Inputs(NamedTuple):
+    """The input files, their shards, the key of the whole build, and the entries skipped while searching."""
+
+    files: list[tuple[str, str | None, str]]
+    shards: list[list[tuple[str, str | None, str]]]
+    keys: list[str]
+    build_key: str
+    skipped: list[Problem]
+
+
+class Read(NamedTuple):
+    """Trajectories read and redacted, the verdicts met, the redaction counts and the read stage's Problems."""
+
+    trajectories: list[Trajectory]
+    results: list[stages.ReadResult]
+    verdicts: Reports
+    found: Counter[str]
+    """Secrets found in the runs, by kind."""
+    redacted: Counter[str]
+    """Secrets redacted from the runs, by kind."""
+    runs_redacted: int
+    problems: list[Problem]
+
+
+class Kept(NamedTuple):
+    """The runs labelled and kept, and what the answer judge did."""
+
+    runs: stages.KeepResult
+    judge: JudgeReport
+
+
+class Posed(NamedTuple):
+    """Questions posed by the generator, the Problems met, and what the generator spent."""
+
+    questions: list[Question]
+    problems: list[Problem]
+    usage: LLMUsage | None
+
+
+class Final(NamedTuple):
+    """Questions that passed redaction, dedup, gates and contamination, in balanced gold positions."""
+
+    questions: list[Question]
+    redacted: QuestionScrub
+    deduped: ItemDedup
+    contamination: hygiene.ContaminationStage
+    problems: list[Problem]
+
+
+class Written(NamedTuple):
+    """What the write stage wrote: candidate rows per task, the (redacted) Problems, the redaction rows."""
+
+    rows: dict[str, list[dict[str, Any]]]
+    problems: list[Problem]
+    redactions: list[dict[str, Any]]
+
+
+def resolve_scenario(config: BuildConfig) -> Scenario:
+    """The configured scenario (discovery registers its specs) and its enabled tasks."""
+    extractor_cls = lookup(discover_extractors(), config.scenario, "extractor")
+    tasks = {name: t for name, t in config.tasks.items() if t.enabled}
+    for name in tasks:
+        if name not in extractor_cls.tasks:
+            raise ValueError(
+                f"extractor {config.scenario} has no task {name!r}; it has {', '.join(extractor_cls.tasks)}"
+            )
+    return Scenario(extractor_cls, tasks, {name: task_spec(config.scenario, name) for name in tasks})
+
+
+def clean_outputs(config: BuildConfig) -> None:
+    """Remove what a killed run was writing (its process is gone) from the output and cache folders."""
+    for folder in (config.output_dir(), Path(config.out_dir) / ".cache"):
+        clean_stale_temps(folder)
+
+
+def plan_inputs(config: BuildConfig, scenario: Scenario) -> Inputs:
+    """Find the input files, shard them and key the build (inputs, privacy, config, component versions)."""
+    files, skipped = _inputs(config)
+    shards = chunks(files, config.limits.shard_size)
+    keys = [cache_keys.read_key(s, config.privacy) for s in shards]
+    return Inputs(files, shards, keys, cache_keys.build_key(config, scenario.extractor, keys), skipped)
+
+
+def read_inputs(config: BuildConfig, inputs: Inputs, timer: Timer) -> Read:
+    """Read every shard (each redacted of secrets before it is cached) and load the configured harness reports."""
+    with timer.stage("read"):
+        reader = _cached(read_shard, config)
+        futures = [
+            reader.submit(s, config.privacy, k) for s, k in zip(inputs.shards, inputs.keys, strict=True)
+        ]
+        scrubbed: list[ScrubbedRead] = _gather(futures, "read", progress_mod.current())
+        verdicts = load_reports(config.report_entries())
+    results = [r.read for r in scrubbed]
+    problems: list[Problem] = inputs.skipped + [p for r in results for p in r.problems] + verdicts.problems
+    return Read(
+        [t for r in results for t in r.trajectories],
+        results,
+        verdicts,
+        sum((r.found for r in scrubbed), Counter()),
+        sum((r.redacted for r in scrubbed), Counter()),
+        sum(r.runs_redacted for r in scrubbed),
+        problems,
+    )
+
+
+def keep_runs(config: BuildConfig, scenario: Scenario, read: Read, timer: Timer) -> Kept:
+    """Label every run (harness reports tied to their runs, gold answers, the answer judge when on) and
+    keep the successful ones of the scenario's kinds."""
+    with timer.stage("keep"):
+        judge = make_judge(config)
+        try:
+            kept = stages.label_and_keep(
+                read.trajectories,
+                read.verdicts.found,
+                [v for r in read.results for v in r.verdicts],
+                scenario.extractor.reads,
+                config.keep_unknown,
+                [g for r in read.results for g in r.golds],
+                judge,
+            )
+            judge_usage = judge.usage_report() if judge is not None else None
+        finally:
+            if judge is not None:
+                judge.close()
+    return Kept(
+        kept,
+        JudgeReport(
+            enabled=bool(config.judge.generator),
+            model=config.judge.model,
+            counts=kept.judged,
+            llm=judge_usage,
+        ),
+    )
+
+
+def extract_golds(
+    config: BuildConfig, scenario: Scenario, kept: stages.KeepResult, timer: Timer
+) -> tuple[list[GoldStep], list[Problem]]:
+    """Extract the gold steps of every task, shard by shard, after the scenario observed every labelled run."""
+    options = {
+        name: extract_options(t, scenario.specs[name], config.seed) for name, t in scenario.tasks.items()
+    }
+    with timer.stage("extract"):
+        # what the extractor learns from every labelled run, failed ones included (e.g. fixes that failed)
+        observed = stages.observe_runs(scenario.extractor, kept.labelled)
+        shards = chunks(kept.kept, max(1, config.limits.shard_size // 4))
+        extractor_task = _cached(extract_shard, config)
+        observed_key = cache_keys.trajectories_key(kept.labelled) if observed is not None else ""
+        futures = [
+            extractor_task.submit(
+                config.scenario,
+                s,
+                options,
+                observed,
+                cache_keys.extract_key(scenario.extractor, s, options, observed_key),
+            )
+            for s in shards
+        ]
+        extracted = _gather(futures, "extract", progress_mod.current())
+    return [g for gs, _ in extracted for g in gs], [p for _, ps in extracted for p in ps]
+
+
+def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[GoldStep], timer: Timer) -> Posed:
+    """Pose every gold step as a question, task by task, with one generator for the whole build."""
+    questions: list[Question] = []
+    problems: list[Problem] = []
+    with timer.stage("generate"):
+        # One generator per build: LLM shards share its client pool, limiter, cache and ledger. Dask
+        # workers are other processes, so there each shard makes its own from the config.
+        generator = make_generator(config)
+        shared = generator if config.limits.task_runner == "threads" else None
+        generator_task = _cached(generate_shard, config)
+        try:
+            for name, spec in scenario.specs.items():
+                task_golds = [g for g in golds if g.task == name]
+                pool = stages.pool_of(task_golds)
+                pool_key = cache_keys.pool_key(pool)
+                shards = chunks(task_golds, config.limits.shard_size)
+                keys = [
+                    cache_keys.generate_key(config, generator, s, pool_key, spec.n_options) for s in shards
+                ]
+                futures = [
+                    generator_task.submit(config, s, pool, spec.n_options, shared, key)
+                    for s, key in zip(shards, keys, strict=True)
+                ]
+                posed = _gather(futures, f"generate {name}", progress_mod.current())
+                for key, (qs, ps) in zip(keys, posed, strict=True):
+                    questions += qs
+                    problems += ps
+                    if key and any(retry_next_run(p) for p in ps):
+                        _forget_shard(config, key)  # a spent budget or a failed request: the next run retries
+        finally:
+            usage = generator.usage_report()
+            generator.close()
+    return Posed(questions, problems, usage)
+
+
+def finish_questions(
+    config: BuildConfig, questions: list[Question], redactor: Redactor, timer: Timer
+) -> Final:
+    """Redact, drop duplicates, run the gates and the contamination check, balance the gold positions."""
+    with timer.stage("redact"):
+        redacted = redact_questions(questions, redactor)
+    with timer.stage("dedup"):
+        deduped = dedup_questions(
+            redacted.questions, config.dedup.near_duplicate_threshold, config.dedup.num_perm
+        )
+    with timer.stage("check"):
+        passed, found = stages.check_stage(deduped.kept)
+    with timer.stage("contamination"):
+        contamination = hygiene.contamination_stage(passed, config.contamination)
+        balanced = balance_positions(contamination.kept, config.seed)
+    problems = redacted.problems + deduped.problems + found + contamination.problems
+    return Final(balanced, redacted, deduped, contamination, problems)
+
+
+def write_outputs(
+    config: BuildConfig,
+    scenario: Scenario,
+    final: Final,
+    problems: list[Problem],
+    redactor: Redactor,
+    timer: Timer,
+) -> Written:
+    """Write `candidates/<task>.parquet`, `quarantine.jsonl` and `redactions.jsonl`; returns rows, Problems, redactions."""
+    out = config.output_dir()
+    with timer.stage("write"):
+        by_task: dict[str, list[dict[str, Any]]] = {name: [] for name in scenario.tasks}
+        for q in sorted(final.questions, key=lambda q: (q.task, q.item_id)):
+            by_task[q.task].append(question_row(q))
+        for name, rows in by_task.items():
+            write_parquet(out / "candidates" / f"{name}.parquet", rows_table(config.scenario, name, rows))
+        problems = redact_problems(problems, redactor)  # reader errors may quote raw input
+        write_jsonl(out / "quarantine.jsonl", (p.model_dump() for p in problems))
+        shown = hygiene.redaction_rows(final.questions)
+        write_jsonl(out / "redactions.jsonl", shown)
+    return Written(by_task, problems, shown)

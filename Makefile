@@ -12,7 +12,9 @@ export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export DO_NOT_TRACK ?= 1
 
-.PHONY: setup build-swe build-swe-env-setup build-envsetup build-dr golden review publish-swe publish-swe-env-setup publish-envsetup publish-dr serve eval-demo test lint bench clean
+AUDIT_OUT ?=
+
+.PHONY: audit-real setup build-swe build-swe-env-setup build-envsetup build-dr golden review publish-swe publish-swe-env-setup publish-envsetup publish-dr serve eval-demo test lint bench clean
 
 setup: $(STAMP)
 
@@ -63,6 +65,9 @@ lint: setup  # style, complexity (C901) and the layering contract of pyproject's
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+
+audit-real: setup  # build every scenario from the real runs in $$APTFORGE_SHARED (default ../shared); writes bench/validity.md
+	$(BIN)/python -m flows.audit_real $(if $(AUDIT_OUT),--out $(AUDIT_OUT))
 
 bench: setup  # benchmarks print ratios against a baseline measured in the same run
 	$(BIN)/python bench/run.py

@@ -21,6 +21,7 @@ from flows import hygiene
 from flows import progress as progress_mod
 from flows.build_report import Sections, Timer, make_report, reusable_report
 from flows.build_stages import (
+    Filtered,
     Final,
     Inputs,
     Kept,
@@ -31,6 +32,7 @@ from flows.build_stages import (
     clean_outputs,
     enqueue_for_review,
     extract_golds,
+    filter_questions,
     finish_questions,
     generate_questions,
     keep_runs,
@@ -48,8 +50,10 @@ from flows.progress import Progress
 from flows.report_html import attach_report_artifact, write_build_report
 from generators.hygiene.secrets import Redactor
 from generators.quality.audit import build_quality
+from generators.quality.validity import validity_report
 from schemas import GoldStep
 from schemas.report import BuildReport, DedupReport, ReviewReport
+from schemas.validity import AdversarialReport
 
 
 @flow(name="build-benchmark", log_prints=False, validate_parameters=True)
@@ -67,9 +71,17 @@ def build(config: BuildConfig) -> BuildReport:
     kept = keep_runs(config, scenario, read, timer)
     golds, extract_problems = extract_golds(config, scenario, kept.runs, timer)
     posed = generate_questions(config, scenario, golds, timer)
+    filtered = filter_questions(config, posed.questions, timer)
     redactor = hygiene.make_redactor(config.privacy)  # questions and Problems met from here on
-    final = finish_questions(config, posed.questions, redactor, timer)
-    found = read.problems + kept.runs.problems + extract_problems + posed.problems + final.problems
+    final = finish_questions(config, filtered.questions, redactor, timer)
+    found = (
+        read.problems
+        + kept.runs.problems
+        + extract_problems
+        + posed.problems
+        + filtered.problems
+        + final.problems
+    )
     written = write_outputs(config, scenario, final, found, redactor, timer)
     review = enqueue_for_review(
         str(config.queue_path()),
@@ -78,7 +90,9 @@ def build(config: BuildConfig) -> BuildReport:
         list(scenario.tasks),
         config.review.reviews_per_item,
     )
-    report = report_of(config, inputs, read, kept, golds, posed, final, written, review, redactor, timer)
+    report = report_of(
+        config, inputs, read, kept, golds, posed, filtered, final, written, review, redactor, timer
+    )
     write_build_report(config.output_dir(), report, written.rows, [len(t.steps) for t in kept.runs.kept])
     attach_report_artifact(report, report.report_html)
     return _write_report(config, report)
@@ -91,6 +105,7 @@ def report_of(
     kept: Kept,
     golds: list[GoldStep],
     posed: Posed,
+    filtered: Filtered,
     final: Final,
     written: Written,
     review: ReviewReport,
@@ -98,6 +113,7 @@ def report_of(
     timer: Timer,
 ) -> BuildReport:
     """The build report, from what every stage returned."""
+    quality = build_quality(written.rows, config.quality)
     sections = Sections(
         judge=kept.judge,
         llm=posed.usage,
@@ -115,7 +131,21 @@ def report_of(
         ),
         contamination=final.contamination.report,
         review=review,
-        quality=build_quality(written.rows, config.quality),
+        quality=quality,
+        adversarial=AdversarialReport(
+            enabled=config.adversarial.enabled,
+            seconds=timer.seconds.get("adversarial", 0.0),
+            generate_seconds=timer.seconds.get("generate", 0.0),
+            tasks=filtered.tasks,
+        ),
+        validity=validity_report(
+            written.rows,
+            quality,
+            filtered.tasks,
+            config.seed,
+            timer.seconds.get("generate", 0.0),
+            timer.seconds.get("adversarial", 0.0),
+        ),
     )
     return make_report(
         config,

@@ -31,6 +31,7 @@ from schemas.report import (
     SecretsReport,
     TaskChange,
 )
+from schemas.validity import AdversarialReport, ValidityReport
 
 
 class Timer:
@@ -60,6 +61,8 @@ class Sections(NamedTuple):
     contamination: ContaminationReport
     review: ReviewReport
     quality: QualityReport
+    adversarial: AdversarialReport
+    validity: ValidityReport
 
 
 def make_report(
@@ -114,6 +117,8 @@ def make_report(
         review=review,
         changelog=review.changelog,  # added/removed/changed per task vs the last build
         quality=sections.quality,
+        adversarial=sections.adversarial,
+        validity=sections.validity,
         report_html=str(config.output_dir() / "report.html"),
         build_key=build_key,
     )

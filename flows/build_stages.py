@@ -49,6 +49,7 @@ from schemas import (
     task_spec,
 )
 from schemas.report import JudgeReport, LLMUsage, ReviewReport
+from schemas.validity import AdversarialTask
 
 T = TypeVar("T")
 
@@ -260,6 +261,14 @@ class Posed(NamedTuple):
     usage: LLMUsage | None
 
 
+class Filtered(NamedTuple):
+    """Questions after adversarial filtering, the items it dropped, and what it did per task."""
+
+    questions: list[Question]
+    problems: list[Problem]
+    tasks: dict[str, AdversarialTask]
+
+
 class Final(NamedTuple):
     """Questions that passed redaction, dedup, gates and contamination, in balanced gold positions."""
 
@@ -416,6 +425,16 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
             usage = generator.usage_report()
             generator.close()
     return Posed(questions, problems, usage)
+
+
+def filter_questions(config: BuildConfig, questions: list[Question], timer: Timer) -> Filtered:
+    """Adversarial filtering: swap distractors the baselines separate from the gold for reserve candidates.
+
+    Before the gates and balancing, so swapped-in candidates are checked like the rest.
+    """
+    with timer.stage("adversarial"):
+        kept, dropped, tasks = stages.adversarial_stage(questions, config)
+    return Filtered(kept, dropped, tasks)
 
 
 def finish_questions(

@@ -6,6 +6,7 @@ works from any working directory. Paths given on the command line are taken as t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -274,6 +275,21 @@ class QualityConfig(_Config):
         return overrides
 
 
+class AdversarialConfig(_Config):
+    """Adversarial filtering (generators/quality/adversarial.py): distractors the baselines cannot separate."""
+
+    enabled: bool = True
+    """Swap distractors for reserve candidates after generate (a generator without reserve is left as is)."""
+    rounds: int = Field(3, ge=0, le=20)
+    """Refit-and-replace rounds."""
+    folds: int = Field(5, ge=2, le=20)
+    """Cross-fitting folds of the learned scorers."""
+    slack: float = Field(0.05, ge=0, le=1)
+    """A rule counts as solving a task while its accuracy is above chance + slack."""
+    drop: bool = True
+    """Drop items a rule still solves when it ends over its bound (`adversarial.too_easy` problems)."""
+
+
 class PrivacyConfig(_Config):
     """What is redacted besides credentials (secrets are always redacted; see generators/hygiene/secrets.py)."""
 
@@ -343,6 +359,7 @@ class BuildConfig(_Config):
     schedule: ScheduleConfig | None = None
     """Rebuild schedule served by `aptforge serve` (none: not scheduled)."""
     quality: QualityConfig = QualityConfig()
+    adversarial: AdversarialConfig = AdversarialConfig()
     """Baseline bounds and overrides (a flagged task is refused at publish unless overridden)."""
     review: ReviewConfig = ReviewConfig()
     """Human review queue."""
@@ -400,7 +417,7 @@ class ConfigError(ValueError):
 
 
 def _resolve(base: Path, value: str) -> str:
-    path = Path(value).expanduser()
+    path = Path(os.path.expandvars(value)).expanduser()  # `$APTFORGE_SHARED/...` in configs/real/
     return str(path if path.is_absolute() else (base / path).resolve())
 
 

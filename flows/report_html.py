@@ -20,6 +20,7 @@ from generators.quality.gates import context_text
 from schemas import LETTERS
 from schemas.report import BuildReport, QualityReport
 from schemas.tasks import find_spec
+from schemas.validity import ValidityReport
 
 
 class Chart(NamedTuple):
@@ -246,10 +247,96 @@ def _quality_rows(quality: QualityReport) -> list[list[Any]]:
     return rows
 
 
+def _validity_html(v: ValidityReport | None) -> list[str]:
+    """The validity section: per task every baseline against its bound, positions, lengths, sources, samples."""
+    if v is None:
+        return []
+    esc = html.escape
+    cheaper = "less" if v.adversarial_seconds < v.generate_seconds else "MORE"
+    parts = [
+        "<h2 id='validity'>Validity</h2>",
+        f"<p>adversarial filtering {v.adversarial_seconds:.2f} s, generate {v.generate_seconds:.2f} s "
+        f"(filtering costs {cheaper} than generate)</p>",
+        _table(
+            [
+                [
+                    t.task,
+                    t.items,
+                    f"{t.chance:.1%}",
+                    "pass" if t.passed else "FAIL: " + ", ".join(b.name for b in t.baselines if not b.passed),
+                    f"{t.positions.chi2:.2f} / {t.positions.dof} / p={t.positions.p_value:.3g}",
+                    ", ".join(f"{k} {n}" for k, n in t.sources.items()) or "-",
+                    f"{t.adversarial.candidates_scored} scored, {t.adversarial.replaced} replaced, "
+                    f"{t.adversarial.dropped} dropped",
+                ]
+                for t in v.tasks
+            ],
+            [
+                "task",
+                "items",
+                "chance",
+                "baselines",
+                "position chi² / dof / p",
+                "distractor sources",
+                "filtering",
+            ],
+        ),
+    ]
+    for t in v.tasks:
+        parts.append(f"<h3 class='validity-task' data-task='{esc(t.task)}'>{esc(t.task)}</h3>")
+        parts.append(
+            _table(
+                [
+                    [b.name, f"{b.accuracy:.1%}", f"{b.bound:.1%}", "pass" if b.passed else "FAIL"]
+                    for b in t.baselines
+                ],
+                ["baseline", "accuracy", "bound", "state"],
+            )
+        )
+        parts.append(
+            _table(
+                [[letter, n] for letter, n in t.positions.counts.items()],
+                ["gold position", "items"],
+            )
+        )
+        ln = t.lengths
+        parts.append(
+            _table(
+                [
+                    [who, s.n, s.mean, s.median, s.p10, s.p90]
+                    for who, s in (("gold", ln.gold), ("distractors", ln.distractors))
+                ]
+                + [
+                    [
+                        "gold is the longest / shortest",
+                        f"{ln.gold_longest:.1%} / {ln.gold_shortest:.1%}",
+                        "",
+                        "",
+                        "",
+                        "",
+                    ]
+                ],
+                ["option length (chars)", "n", "mean", "median", "p10", "p90"],
+            )
+        )
+        for item in t.samples:
+            options = "".join(
+                f"<li><b>({esc(o.letter)})</b>{' <b>[gold]</b>' if o.gold else f' <i>{esc(o.origin)}</i>'}"
+                f"<pre>{esc(o.text)}</pre></li>"
+                for o in item.options
+            )
+            parts.append(
+                f"<details class='sample' data-item='{esc(item.item_id)}'><summary>{esc(item.item_id)} "
+                f"({item.context_chars} context chars)</summary><pre>{esc(item.context_tail)}</pre>"
+                f"<ul>{options}</ul></details>"
+            )
+    return parts
+
+
 _CSS = (
     "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
     "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}"
-    "img{max-width:100%;border:1px solid #eee;margin:.5em 0}"
+    "img{max-width:100%;border:1px solid #eee;margin:.5em 0}pre{white-space:pre-wrap;max-height:20em;overflow:auto}"
 )
 
 
@@ -270,6 +357,7 @@ def render_html(report: BuildReport, charts: Sequence[Chart]) -> str:
             ["task", "items", "chance", "baselines", "position chi² / dof / p", "findings", "state"],
         ),
     ]
+    parts += _validity_html(report.validity)
     for chart in charts:
         parts.append(f"<h2>{esc(chart.title)}</h2><img src='{esc(chart.file)}' alt='{esc(chart.title)}'>")
     parts.append("<h2>Dropped and problems</h2>")

@@ -20,8 +20,11 @@ from extractors.labels.verdicts import apply_verdict
 from extractors.readers.aptbench_dr import merge_rows
 from generators.base import DistractorGenerator, PoolEntry
 from generators.hygiene.dedup import duplicate_runs
+from generators.quality.adversarial import Settings, adversarial_filter
+from generators.quality.audit import bounds_of
 from generators.quality.gates import check_question
 from schemas import GoldStep, Problem, Question, Trajectory
+from schemas.validity import AdversarialTask
 
 
 class ReadResult(NamedTuple):
@@ -162,6 +165,19 @@ def generate_stage(
     for out in generator.generate(golds, pool, n_options):
         (questions if isinstance(out, Question) else problems).append(out)
     return questions, problems
+
+
+def adversarial_stage(
+    questions: Sequence[Question], config: Any
+) -> tuple[list[Question], list[Problem], dict[str, AdversarialTask]]:
+    """Adversarial filtering of every MCQ task (config `adversarial`); reserve is cleared either way."""
+    af = config.adversarial
+    if not af.enabled:
+        return [q.model_copy(update={"reserve": ()}) if q.reserve else q for q in questions], [], {}
+    tasks = {q.task for q in questions}
+    bounds = {t: bounds_of(config.quality, t) for t in tasks}
+    settings = Settings(rounds=af.rounds, folds=af.folds, slack=af.slack, drop=af.drop)
+    return adversarial_filter(questions, config.seed, settings, bounds)
 
 
 def check_stage(questions: Iterable[Question]) -> tuple[list[Question], list[Problem]]:

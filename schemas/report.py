@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.base import Model
+from schemas.validity import AdversarialReport, ValidityReport
 
 
 class Counts(Model):
@@ -242,6 +243,10 @@ class BuildReport(Model):
     changelog: dict[str, TaskChange] = Field(default_factory=dict)
     """Added / removed / changed items per task against the last build."""
     quality: QualityReport = QualityReport()
+    adversarial: AdversarialReport = AdversarialReport()
+    """Adversarial filtering: per task candidates scored, replaced, dropped, and its cost against generate."""
+    validity: ValidityReport | None = None
+    """Per MCQ task: every baseline with its bound, positions, lengths, distractor sources, sample items."""
     report_html: str = ""
     build_key: str = ""
     """Hash of config, component versions and inputs: an unchanged build reuses this report."""

@@ -12,8 +12,10 @@ from extractors.dr import DeepResearch, answer_in
 from extractors.ingest.records import find_inputs
 from flows import stages
 from generators.offline import OfflineGenerator
+from generators.quality.adversarial import adversarial_filter
 from generators.quality.balance import balance_positions
 from generators.quality.baselines import Bounds, Mcq, task_baselines
+from generators.quality.gates import context_text
 
 OPTIONS = {"plan": ExtractOptions(seed=5), "summ_ans": ExtractOptions(max_items_per_trajectory=1, seed=5)}
 
@@ -57,7 +59,11 @@ def test_aptbench_rows_rebuilt_into_runs_give_items_whose_baselines_stay_near_ch
     ]
     assert len(posed) >= 300 and all(json.loads(g.candidates[0].text)["execution"] for g in posed)
     questions, _ = stages.generate_stage(OfflineGenerator(seed=5), plan, stages.pool_of(plan), 6)
-    passed, _ = stages.check_stage(questions)
-    items = [Mcq(q.item_id, q.options, q.gold_index) for q in balance_positions(passed, 5)]
+    filtered, dropped, _ = adversarial_filter(questions, 5)  # as the build does, before the gates
+    passed, _ = stages.check_stage(filtered)
+    items = [
+        Mcq(q.item_id, q.options, q.gold_index, context_text(q.fields)) for q in balance_positions(passed, 5)
+    ]
     baselines = task_baselines(items, Bounds())
-    assert len(items) >= 700 and baselines.exceeded == [], baselines.accuracy
+    assert len(dropped) <= 0.3 * len(questions)
+    assert len(items) >= 600 and baselines.exceeded == [], baselines.accuracy

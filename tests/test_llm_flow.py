@@ -175,3 +175,50 @@ def test_a_build_killed_during_generation_repeats_no_completed_request(prefect_h
     assert rerun and not set(rerun) & set(completed)
     assert report["llm"]["total"]["cache_hits"] == 5 and report["llm"]["total"]["requests"] == len(rerun)
     assert report["questions_by_task"]["plan"] >= len(rerun)
+
+
+@pytest.mark.flow
+@pytest.mark.parametrize(
+    "name", ["swe_issue_fix.yaml", "swe_issue_fix_patches.yaml", "swe_env_setup.yaml", "dr.yaml"]
+)
+def test_an_openai_build_has_a_prompt_for_every_mcq_task_of_every_scenario(
+    prefect_harness, server, tmp_path, name
+):
+    import yaml
+
+    from schemas import task_spec
+
+    config = yaml.safe_load((ROOT / "configs" / name).read_text())
+    config["sources"] = [{"path": str((ROOT / "configs" / s["path"]).resolve())} for s in config["sources"]]
+    for task in config["tasks"].values():
+        task["enabled"] = True  # test_patch too: every MCQ task the scenario has
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(config))
+    env = {
+        "OPENAI_BASE_URL": server.openai_base_url,
+        "OPENAI_API_KEY": KEY,
+        "APTFORGE_OPENAI_MODEL": "gpt-standin",
+    }
+    result = runner.invoke(
+        app, ["build", str(path), "--generator", "openai", "--out", str(tmp_path / "out")], env=env
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(
+        (tmp_path / "out" / config["scenario"] / config["version"] / "report.json").read_text()
+    )
+    assert "generate.no_prompt_template" not in report["problems_by_reason"]
+    assert not [r for r in report["problems_by_reason"] if r.startswith("generate.")], report[
+        "problems_by_reason"
+    ]
+    mcq = [t for t in config["tasks"] if task_spec(config["scenario"], t).form == "mcq"]
+    asked = report["llm"]["by_task"]
+    assert [t for t in mcq if report["questions_by_task"][t]], (
+        report["questions_by_task"],
+        report["problems_by_reason"],
+        report["adversarial"],
+    )
+    assert all(t in asked for t in mcq if report["questions_by_task"][t])
+    assert all(
+        report["adversarial"]["tasks"].get(t, {}).get("items", 0) >= report["questions_by_task"][t]
+        for t in mcq
+    )

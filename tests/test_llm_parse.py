@@ -256,7 +256,7 @@ def test_trajectory_text_cannot_forge_a_prompt_section():
 
 def test_steps_without_a_prompt_or_with_unfit_fields_become_problems_and_completions_pass():
     gen = offline_generator()
-    no_prompt = plan_step(5).model_copy(update={"scenario": "swe_env_setup"})
+    no_prompt = plan_step(5).model_copy(update={"scenario": "no_such_scenario"})
     unfit = plan_step(6).model_copy(update={"fields": {}})
     completion = plan_step(7).model_copy(update={"task": "action", "form": "completion"})
     out = generate(gen, [no_prompt, unfit, completion])

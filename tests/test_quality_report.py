@@ -70,6 +70,8 @@ def test_on_a_build_of_100_plus_real_items_every_baseline_stays_within_chance_pl
 ):
     config = yaml.safe_load((ROOT / "configs" / "swe_issue_fix.yaml").read_text())
     config.update(sources=[{"path": str(shared_dir / "trajectories")}], version="real", seed=7)
+    # adversarial filtering drops the items no reserve candidate hides (up to 30%): pose more per run
+    config["tasks"] = {"plan": {**config["tasks"]["plan"], "max_items_per_trajectory": 5}}
     path = tmp_path / "real.yaml"
     path.write_text(yaml.safe_dump(config))
     plan = _build(path, tmp_path / "out")["quality"]["tasks"]["plan"]
@@ -125,3 +127,42 @@ def test_the_html_report_shows_every_chart_in_headless_chromium(built):
     assert len(images) == 5
     assert all(img["ok"] and img["w"] > 0 for img in images), images
     assert heading == "aptforge build report: swe_issue_fix v0.1.0"
+
+
+@pytest.mark.flow
+def test_the_validity_section_lists_every_baseline_positions_lengths_sources_and_five_items(built):
+    from schemas.validity import ValidityReport
+
+    report = json.loads((built / "report.json").read_text())
+    validity = ValidityReport.model_validate(report["validity"])
+    quality = report["quality"]["tasks"]
+    assert [t.task for t in validity.tasks] == [
+        t for t, e in quality.items() if e.get("baselines") is not None
+    ]
+    assert validity.adversarial_seconds == report["adversarial"]["seconds"]
+    assert validity.generate_seconds == report["adversarial"]["generate_seconds"]
+    rows = {r["item_id"]: r for r in _rows(built / "candidates" / "plan.parquet")}
+    for t in validity.tasks:
+        entry = quality[t.task]
+        assert [b.name for b in t.baselines] == list(BASELINES)
+        assert {b.name: b.accuracy for b in t.baselines} == entry["baselines"]
+        assert t.passed == (entry["exceeded"] == []) and all(b.passed for b in t.baselines) == t.passed
+        assert sum(t.positions.counts.values()) == t.items and t.positions.p_value == entry["position_p"]
+        assert t.lengths.gold.n == t.items and sum(t.lengths.gold_counts) == t.items
+        assert sum(t.lengths.distractor_counts) == t.lengths.distractors.n == sum(t.sources.values())
+        assert len(t.samples) == min(5, t.items) and len({s.item_id for s in t.samples}) == len(t.samples)
+    plan = next(t for t in validity.tasks if t.task == "plan")
+    for sample in plan.samples:
+        row = rows[sample.item_id]
+        assert [o.text for o in sample.options] == list(row["options"])
+        assert [o.gold for o in sample.options].index(True) == row["gold_index"]
+        assert [o.origin for o in sample.options if not o.gold] == list(row["distractor_origins"])
+    html = (built / "report.html").read_text()
+    assert "<h2 id='validity'>Validity</h2>" in html
+    assert all(f"data-item='{s.item_id}'" in html for s in plan.samples)
+
+
+def _rows(path: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()

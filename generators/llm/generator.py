@@ -89,9 +89,19 @@ def clean_option(text: str) -> str:
 
 
 def check_output(
-    text: str | None, step: GoldStep, n: int, *, model: str = "", near_duplicate: float = 0.85
+    text: str | None,
+    step: GoldStep,
+    n: int,
+    *,
+    model: str = "",
+    near_duplicate: float = 0.85,
+    want: int | None = None,
 ) -> Checked:
-    """Parse and validate a reply into `n` distractors, or say why not (pure)."""
+    """Parse and validate a reply into at least `n` (at most `want`) distractors, or say why not (pure).
+
+    Prompts ask for `want` (more than an item shows); the first `n` usable become the distractors
+    and the rest the reserve that adversarial filtering draws from."""
+    want = max(n, want or n)
     if text is None or not text.strip():
         return Checked(None, "the reply was empty")
     data = load_json(text)
@@ -134,8 +144,10 @@ def check_output(
         taken.append((body, key))
         tag = _KIND.sub("_", str(kind or "").lower()).strip("_")[:32]
         out.append(Distractor(text=body, origin=f"llm:{model}" + (f":{tag}" if tag else "")))
-        if len(out) == n:
+        if len(out) == want:
             return Checked(tuple(out))
+    if len(out) >= n:
+        return Checked(tuple(out))
     why = "; ".join(refused[:4]) or "too few entries"
     return Checked(None, f"{len(out)} of {n} distractors usable ({why})")
 
@@ -153,8 +165,11 @@ class LLMDistractorGenerator:
     """Base of the LLM generators: subclasses only build the provider's request body."""
 
     name: ClassVar[str] = "llm"
-    version: ClassVar[int] = 1
+    version: ClassVar[int] = 2
     provider: ClassVar[str] = "openai"
+    ask_factor: ClassVar[int] = 3
+    """Prompts ask for this many times the distractors an item shows; the extra ones are the reserve
+    adversarial filtering chooses from (a reply with at least the shown count is usable)."""
 
     def __init__(
         self,
@@ -226,10 +241,17 @@ class LLMDistractorGenerator:
     def _attempt(
         self, step: GoldStep, n: int, first: LLMRequest, attempt: int, failure: LLMFailure | None
     ) -> LLMRequest:
-        return first if attempt == 1 else self.build_prompt(step, n, attempt, failure)
+        return first if attempt == 1 else self.build_prompt(step, self.ask_factor * n, attempt, failure)
 
     def _check(self, step: GoldStep, n: int, reply: LLMReply) -> Checked:
-        return check_output(reply.text, step, n, model=self.model, near_duplicate=self.near_duplicate)
+        return check_output(
+            reply.text,
+            step,
+            n,
+            model=self.model,
+            near_duplicate=self.near_duplicate,
+            want=self.ask_factor * n,
+        )
 
     def generate(
         self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
@@ -255,7 +277,7 @@ class LLMDistractorGenerator:
                 )
                 continue
             try:
-                first = self.build_prompt(step, n)
+                first = self.build_prompt(step, self.ask_factor * n)  # more than shown: the rest is reserve
             except Exception as exc:  # a template that does not fit this step's fields
                 slots.append(
                     Problem(
@@ -294,7 +316,8 @@ class LLMDistractorGenerator:
                 "cost_usd": round(outcome.cost_usd, 8),
             }
         )
-        return posed(step, outcome.value, prov)
+        need = task_spec(step.scenario, step.task).n_options - 1
+        return posed(step, outcome.value[:need], prov, outcome.value[need:])
 
     def usage_report(self) -> LLMUsage:
         """Tokens and cost of this build per task and model (`Ledger.report`)."""

@@ -247,7 +247,11 @@ def audit_task(
     mcq = [r for r in rows if r.form == "mcq" and r.gold_index is not None]
     for r in mcq:
         found += check_options(OptionSet(r.where, r.options, r.gold_index, r.context), near_gold)
-    baselines = task_baselines([Mcq(r.where, r.options, r.gold_index) for r in mcq], bounds) if mcq else None  # type: ignore[misc]
+    baselines = (
+        task_baselines([Mcq(r.where, r.options, r.gold_index, r.context) for r in mcq], bounds)
+        if mcq
+        else None
+    )  # type: ignore[misc]
     forms = dict(Counter(r.form for r in rows))
     return TaskAudit(task, items, forms, baselines, found)
 

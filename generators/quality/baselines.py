@@ -15,6 +15,7 @@ Rules, each scored per item with fractional credit on ties (1/k when the gold is
   and a sharper detector: on APTBench's data it finds the gold 94.6% on env_setup/error, 44.9% on
   locate and 46.0% on DR plan_zh (difflib: 92.0 / 42.1 / 28.3%, APTBENCH.md §8), because a
   character LCS is high between any two texts over the same small alphabet;
+- `outlier`: the option with the lowest such similarity (the one that differs most from the rest);
 - `position`: answer the most frequent gold position of the task's other items (leave-one-out, so
   a lone item or a perfectly balanced task cannot make it look better than it is);
 - `no_context`: an option-only naive Bayes, cross-validated in `folds` folds assigned by a hash
@@ -22,6 +23,10 @@ Rules, each scored per item with fractional credit on ties (1/k when the gold is
   markers, length and centrality rank, line count rank) of each option, learned as gold-vs-
   distractor log-odds on the other folds; it picks the option with the highest score. It finds
   any option-only tell a generator leaves, not just length or similarity.
+
+Then the rules of `generators.quality.scorers` (issue 22), which also read the context: TF-IDF
+similarity of option and context (most and least similar), option-only and context+option
+cross-validated logistic regressions, character-level centrality, and structural rules.
 """
 
 from __future__ import annotations
@@ -29,16 +34,19 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from rapidfuzz import fuzz, process
 
+from generators.quality.scorers import SUITE, Item, suite_scores
 from generators.text import normalise
 from schemas import LETTERS, content_id
 
-BASELINES = ("longest", "shortest", "central", "position", "no_context")
+OPTION_RULES = ("longest", "shortest", "central", "outlier", "position", "no_context")
+BASELINES = (*OPTION_RULES, *SUITE)
+"""Every baseline, in report order: the option-only rules above, then the suite of `quality.scorers`."""
 
 
 class Mcq(NamedTuple):
@@ -50,6 +58,8 @@ class Mcq(NamedTuple):
     """Options in display order."""
     gold_index: int
     """Position of the gold."""
+    context: str = ""
+    """Everything the question shows besides the options (the context-aware rules read it)."""
 
 
 class Bounds(NamedTuple):
@@ -152,33 +162,76 @@ def _rank_tag(values: Sequence[float], i: int) -> str:
     return "mid"
 
 
+def text_features(opt: str) -> set[str]:
+    """The option-only features of one text that do not depend on the other options (words, CJK bigrams, shape)."""
+    f = {f"w:{w}" for w in _WORD.findall(opt.lower())}
+    for run in _CJK_RUN.findall(opt):
+        f.update(f"c:{run[j : j + 2]}" for j in range(max(1, len(run) - 1)))
+    if _TRAILING_WS.search(opt):
+        f.add("shape:trailing_space")
+    if "**" in opt:
+        f.add("shape:bold")
+    if opt.startswith(("\n", " ")):
+        f.add("shape:leading_space")
+    return f
+
+
+RANK_DIMENSIONS = ("len", "sim", "lines")
+RANK_TAGS = ("top", "bottom", "mid")
+
+
 def option_features(options: Sequence[str], central: Sequence[float]) -> list[frozenset[str]]:
-    """Option-only features of every option of one item (words, CJK bigrams, shape)."""
+    """Option-only features of every option of one item (words, CJK bigrams, shape, length/centrality/line ranks)."""
     lengths = [float(len(o)) for o in options]
     lines = [float(o.count("\n")) for o in options]
     feats = []
     for i, opt in enumerate(options):
-        low = opt.lower()
-        f = {f"w:{w}" for w in _WORD.findall(low)}
-        for run in _CJK_RUN.findall(opt):
-            f.update(f"c:{run[j : j + 2]}" for j in range(max(1, len(run) - 1)))
+        f = text_features(opt)
         f.add(f"len:{_rank_tag(lengths, i)}")
         f.add(f"sim:{_rank_tag(list(central), i)}")
         f.add(f"lines:{_rank_tag(lines, i)}")
-        if _TRAILING_WS.search(opt):
-            f.add("shape:trailing_space")
-        if "**" in opt:
-            f.add("shape:bold")
-        if opt.startswith(("\n", " ")):
-            f.add("shape:leading_space")
         feats.append(frozenset(f))
     return feats
 
 
-def _fold(options: Sequence[str], folds: int) -> int:
+def fold_by_content(options: Sequence[str], folds: int) -> int:
     # By content, not by location: the same item falls in the same fold in a build and in an audit
     # of its Parquet, and duplicated items never sit on both sides of a split.
     return int(content_id("fold", sorted(options)), 16) % folds
+
+
+def no_context_weights(
+    feats: Sequence[Sequence[frozenset[str]]], golds: Sequence[int], fold_of: Sequence[int], folds: int
+) -> list[Callable[[str], float]]:
+    """Per fold, the naive Bayes gold-vs-distractor log-odds of a feature, learned on the other folds."""
+    gold_n: list[Counter[str]] = [Counter() for _ in range(folds)]
+    dis_n: list[Counter[str]] = [Counter() for _ in range(folds)]
+    n_gold, n_dis = [0] * folds, [0] * folds
+    for fs, gold, f in zip(feats, golds, fold_of, strict=True):
+        for i, feat in enumerate(fs):
+            if i == gold:
+                gold_n[f].update(feat)
+                n_gold[f] += 1
+            else:
+                dis_n[f].update(feat)
+                n_dis[f] += 1
+    tot_g, tot_d = sum(gold_n, Counter()), sum(dis_n, Counter())
+
+    def weight_of(f: int) -> Callable[[str], float]:
+        g_all, d_all = sum(n_gold) - n_gold[f], sum(n_dis) - n_dis[f]
+        cache: dict[str, float] = {}
+
+        def weight(x: str) -> float:
+            if x not in cache:
+                g = tot_g[x] - gold_n[f][x]
+                d = tot_d[x] - dis_n[f][x]
+                pg, pd = (g + 1) / (g_all + 2), (d + 1) / (d_all + 2)
+                cache[x] = math.log(pg / pd) - math.log((1 - pg) / (1 - pd))
+            return cache[x]
+
+        return weight
+
+    return [weight_of(f) for f in range(folds)]
 
 
 def no_context_scores(
@@ -186,35 +239,12 @@ def no_context_scores(
 ) -> list[float]:
     """Cross-validated option-only naive Bayes: per-item credit of its pick."""
     k = max(2, min(folds, len(items)))
-    fold_of = [_fold(it.options, k) for it in items]
-    gold_n: list[Counter[str]] = [Counter() for _ in range(k)]
-    dis_n: list[Counter[str]] = [Counter() for _ in range(k)]
-    n_gold, n_dis = [0] * k, [0] * k
-    for it, fs, f in zip(items, feats, fold_of, strict=True):
-        for i, feat in enumerate(fs):
-            if i == it.gold_index:
-                gold_n[f].update(feat)
-                n_gold[f] += 1
-            else:
-                dis_n[f].update(feat)
-                n_dis[f] += 1
-    tot_g, tot_d = sum(gold_n, Counter()), sum(dis_n, Counter())
-    weights: dict[int, dict[str, float]] = defaultdict(dict)
+    fold_of = [fold_by_content(it.options, k) for it in items]
+    weights = no_context_weights(feats, [it.gold_index for it in items], fold_of, k)
     out = []
     for it, fs, f in zip(items, feats, fold_of, strict=True):
-        g_all, d_all = sum(n_gold) - n_gold[f], sum(n_dis) - n_dis[f]
         w = weights[f]
-        scores = []
-        for feat in fs:
-            total = 0.0
-            for x in feat:
-                if x not in w:
-                    g = tot_g[x] - gold_n[f][x]
-                    d = tot_d[x] - dis_n[f][x]
-                    pg, pd = (g + 1) / (g_all + 2), (d + 1) / (d_all + 2)
-                    w[x] = math.log(pg / pd) - math.log((1 - pg) / (1 - pd))
-                total += w[x]
-            scores.append(round(total, 9))
+        scores = [round(sum(w(x) for x in feat), 9) for feat in fs]
         out.append(credit(scores, it.gold_index))
     return out
 
@@ -290,10 +320,17 @@ def task_baselines(items: Sequence[Mcq], bounds: Bounds | None = None, folds: in
         scores["longest"].append(credit(lengths, it.gold_index))
         scores["shortest"].append(credit([-x for x in lengths], it.gold_index))
         scores["central"].append(credit([round(c, 9) for c in central], it.gold_index))
+        scores["outlier"].append(credit([-round(c, 9) for c in central], it.gold_index))
         feats.append(option_features(it.options, central))
     positions = Counter(it.gold_index for it in items)
     scores["position"] = position_scores(items, positions)
     scores["no_context"] = no_context_scores(items, feats, folds) if n >= 2 else [0.0] * n
+    views = [
+        Item(it.where, it.options, tuple(range(len(it.options))), it.gold_index, it.context) for it in items
+    ]
+    for per_item, it in zip(suite_scores(views, folds) if n else [], items, strict=True):
+        for name, values in per_item.items():
+            scores[name].append(credit(values, it.gold_index))
     chance = sum(1 / len(it.options) for it in items) / n if n else 0.0
     variance = sum((1 / len(it.options)) * (1 - 1 / len(it.options)) for it in items)
     accuracy = {name: (sum(s) / n if n else 0.0) for name, s in scores.items()}

@@ -1,0 +1,529 @@
+"""The scorers behind the baseline suite: what a cheap rule or a small learned model sees in an option.
+
+Each rule gives every option of an item a score and answers the option with the highest one (ties
+share the credit, `baselines.credit`). Scores are computed over the *texts* an item may show (its
+options, plus its reserve candidates during adversarial filtering), so a rule can be evaluated on
+any subset of them without recomputing features. Rules, grouped as in issue 22:
+
+(a) lexical similarity to the context, `ctx_<unit>_<part>_<most|least>`: the TF-IDF cosine of the
+    option and the context, with `unit` word 1-2 grams or character 2-4 grams (within word
+    boundaries) and `part` the context's last `TAIL_CHARS` characters (`tail`) or the whole context
+    (`full`: its first `HEAD_CHARS` and last `FULL_TAIL_CHARS` characters). The vectoriser is fitted
+    on the task's own texts (no labels). `most` answers the most similar option, `least` the least.
+(b) `option_lr`: an option-only logistic regression over character 2-4 grams, word unigrams (template
+    words) and shape features (length, lines, punctuation, digits, capitals, trailing spaces, bold
+    markers), cross-validated: items are split into folds by a hash of their options, each fold is
+    scored by a model fitted on the others (AFLite's "predictability" of an item from its options).
+    Features are taken relative to the item's mean, so the model learns what sets the gold apart
+    *within* an item (a conditional logit in effect).
+(c) `context_lr`: the same on the (context, option) pair: the option's features, the word and
+    character n-grams it shares with the context, and the four (a) cosines.
+(d) `central_char` / `outlier_char`: the option with the highest / lowest mean character-level Indel
+    similarity (`rapidfuzz.fuzz.ratio` of the raw texts) to the other options: the patch-medoid
+    artefact token-level centrality misses.
+(e) structure, where options have it (found from the text, never from a task name): plans are step
+    lists (`*step1: ...;`, `1. ...`, `- ...` lines), each step of a kind (clone, cd, install,
+    configure, download, build, run, delete, other); patches have files, hunks, added/removed lines.
+    `structure_odd` / `structure_modal` answer the option whose structural signature (step count,
+    first and last kinds, kind order; or files and hunks) is the rarest / most common among the
+    options; `structure_lr` is a cross-validated logistic regression over the structural features
+    (kind counts, first/last kind, which kind comes before which, step count, files, hunks, lines).
+    Options without structure tie, so an unstructured task sits at chance.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+from rapidfuzz import fuzz, process
+from scipy import sparse
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import SGDClassifier
+
+from schemas import content_id
+
+TAIL_CHARS = 2000
+HEAD_CHARS = 2000
+FULL_TAIL_CHARS = 8000
+
+LEXICAL_UNITS = ("word", "char")
+CONTEXT_PARTS = ("tail", "full")
+LEXICAL = tuple(
+    f"ctx_{unit}_{part}_{side}"
+    for unit in LEXICAL_UNITS
+    for part in CONTEXT_PARTS
+    for side in ("most", "least")
+)
+LEARNED = ("option_lr", "context_lr", "structure_lr")
+SET_RULES = ("central_char", "outlier_char", "structure_odd", "structure_modal")
+SUITE = (
+    *LEXICAL,
+    "central_char",
+    "outlier_char",
+    "option_lr",
+    "context_lr",
+    "structure_odd",
+    "structure_modal",
+    "structure_lr",
+)
+"""The rules this module adds to `baselines.BASELINES`, in report order."""
+
+
+class Item(NamedTuple):
+    """One MCQ item as the scorers see it."""
+
+    where: str
+    texts: tuple[str, ...]
+    """Every text the item may show: its options first, then (adversarial filtering) its reserve."""
+    options: tuple[int, ...]
+    """Indices into `texts` of the options shown, in display order."""
+    gold: int
+    """Index into `texts` of the gold."""
+    context: str = ""
+
+
+def context_part(context: str, part: str) -> str:
+    """The `tail` or the `full` (head and tail) view of a context."""
+    if part == "tail":
+        return context[-TAIL_CHARS:]
+    if len(context) <= HEAD_CHARS + FULL_TAIL_CHARS:
+        return context
+    return context[:HEAD_CHARS] + "\n" + context[-FULL_TAIL_CHARS:]
+
+
+def _vectoriser(unit: str, **extra: object) -> TfidfVectorizer:
+    if unit == "word":
+        return TfidfVectorizer(
+            analyzer="word",
+            ngram_range=(1, 2),
+            token_pattern=r"(?u)\b\w+\b",
+            sublinear_tf=True,
+            dtype=np.float64,
+            **extra,
+        )  # type: ignore[arg-type]
+    return TfidfVectorizer(
+        analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True, dtype=np.float64, **extra
+    )  # type: ignore[arg-type]
+
+
+def _offsets(items: Sequence[Item]) -> list[int]:
+    out = [0]
+    for it in items:
+        out.append(out[-1] + len(it.texts))
+    return out
+
+
+def _rowwise_dot(a: sparse.csr_matrix, b: sparse.csr_matrix) -> np.ndarray:
+    return np.asarray(a.multiply(b).sum(axis=1)).ravel()
+
+
+def lexical_scores(items: Sequence[Item]) -> dict[str, list[np.ndarray]]:
+    """(a): per item, per text, the TF-IDF cosine with the context under every unit and part."""
+    out: dict[str, list[np.ndarray]] = {}
+    at = _offsets(items)
+    texts = [t for it in items for t in it.texts]
+    owner = np.repeat(np.arange(len(items)), np.diff(at))
+    parts = {p: [context_part(it.context, p) for it in items] for p in CONTEXT_PARTS}
+    for unit in LEXICAL_UNITS:
+        vec = _vectoriser(unit, max_features=200_000)
+        try:
+            matrix = vec.fit_transform(texts + parts["tail"] + parts["full"])
+        except ValueError:  # no token at all (empty texts)
+            for part in CONTEXT_PARTS:
+                out[f"{unit}_{part}"] = [np.zeros(len(it.texts)) for it in items]
+            continue
+        opts = matrix[: len(texts)]
+        for k, part in enumerate(CONTEXT_PARTS):
+            start = len(texts) + k * len(items)
+            ctx = matrix[start : start + len(items)][owner]
+            cos = _rowwise_dot(opts, ctx).round(9)
+            out[f"{unit}_{part}"] = [cos[at[i] : at[i + 1]] for i in range(len(items))]
+    return out
+
+
+def char_similarity(texts: Sequence[str]) -> np.ndarray:
+    """(d): pairwise character-level Indel similarity in [0, 1] of raw texts."""
+    return process.cdist(list(texts), list(texts), scorer=fuzz.ratio, workers=1).astype(np.float64) / 100.0
+
+
+def mean_to_others(sims: np.ndarray, shown: Sequence[int]) -> list[float]:
+    """Each shown text's mean similarity to the other shown texts."""
+    sub = sims[np.ix_(shown, shown)]
+    n = len(shown)
+    return [round(float((sub[i].sum() - sub[i, i]) / (n - 1)), 9) if n > 1 else 0.0 for i in range(n)]
+
+
+# --- (e) structure -------------------------------------------------------------------------------
+
+_STEP_SPLIT = re.compile(r"(?:^|\n|;)\s*(?:\*?\s*step\s*\d+\s*[:.)]|\d+\s*[.)]\s|[-*\u2022]\s)", re.I)
+_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (k, re.compile(p, re.I))
+    for k, p in (
+        ("delete", r"\b(?:delete|remove|rm\s|uninstall|clean|purge|drop)\b|删除"),
+        ("clone", r"\b(?:clone|checkout|fork)\b|克隆"),
+        ("cd", r"\b(?:cd\s|change (?:in)?to|navigate|enter the|go to)\b|进入"),
+        ("install", r"\b(?:install|pip|conda|npm|yarn|apt(?:-get)?|poetry|requirements|dependenc)\w*|安装"),
+        ("download", r"\b(?:download|wget|curl|fetch|extract|unzip|untar)\b|下载"),
+        (
+            "configure",
+            r"\b(?:edit|set|export|configure|config|create|mkdir|modify|write|add|update|patch)\b|配置|修改",
+        ),
+        ("build", r"\b(?:build|compile|make|cmake)\b|编译"),
+        ("run", r"\b(?:run|execute|python|pytest|test|train|start|launch|evaluate|bash|sh)\b|运行|执行"),
+    )
+)
+_HUNK = re.compile(r"^@@ ", re.M)
+_FILE = re.compile(r"^(?:diff --git |\+\+\+ )", re.M)
+_ADDED = re.compile(r"^\+(?!\+\+)", re.M)
+_REMOVED = re.compile(r"^-(?!--)", re.M)
+
+
+def plan_steps(text: str) -> list[str]:
+    """The steps of a step-list option (empty when the text is not a list of at least two steps)."""
+    marks = list(_STEP_SPLIT.finditer(text))
+    if len(marks) < 2:
+        return []
+    ends = [m.start() for m in marks[1:]] + [len(text)]
+    return [text[m.end() : e].strip(" ;\n") for m, e in zip(marks, ends, strict=True)]
+
+
+def step_kind(step: str) -> str:
+    """The kind of one plan step (the first kind whose words it uses; delete wins over the rest)."""
+    for kind, pattern in _KINDS:
+        if pattern.search(step):
+            return kind
+    return "other"
+
+
+def structure_features(text: str) -> dict[str, float]:
+    """(e): structural features of one option (empty when it has none)."""
+    feats: dict[str, float] = {}
+    steps = plan_steps(text)
+    if steps:
+        kinds = [step_kind(s) for s in steps]
+        feats["steps"] = float(len(steps))
+        feats[f"first={kinds[0]}"] = 1.0
+        feats[f"last={kinds[-1]}"] = 1.0
+        for kind, n in Counter(kinds).items():
+            feats[f"n_{kind}"] = float(n)
+            feats[f"pos_{kind}"] = kinds.index(kind) / max(1, len(kinds) - 1)
+        for i, a in enumerate(kinds):
+            for b in kinds[i + 1 :]:
+                if a != b:
+                    feats[f"{a}<{b}"] = 1.0
+    files = len(_FILE.findall(text))
+    hunks = len(_HUNK.findall(text))
+    if hunks or files:
+        feats["files"] = float(files)
+        feats["hunks"] = float(hunks)
+        feats["added"] = math.log1p(len(_ADDED.findall(text)))
+        feats["removed"] = math.log1p(len(_REMOVED.findall(text)))
+    return feats
+
+
+def structure_signature(text: str) -> tuple[object, ...]:
+    """What `structure_odd` / `structure_modal` compare: step count and kind order, or files and hunks."""
+    steps = plan_steps(text)
+    if steps:
+        kinds = [step_kind(s) for s in steps]
+        order = tuple(k for i, k in enumerate(kinds) if i == 0 or kinds[i - 1] != k)
+        return ("plan", len(steps), kinds[0], kinds[-1], order)
+    hunks = len(_HUNK.findall(text))
+    files = len(_FILE.findall(text))
+    return ("patch", files, hunks) if hunks or files else ()
+
+
+def signature_scores(
+    signatures: Sequence[tuple[object, ...]], shown: Sequence[int], rare: bool
+) -> list[float]:
+    """How rare (or common) each shown option's signature is among the shown options (ties when none has one)."""
+    sigs = [signatures[i] for i in shown]
+    if not any(sigs):
+        return [0.0] * len(shown)
+    counts = Counter(sigs)
+    return [float(-counts[s] if rare else counts[s]) for s in sigs]
+
+
+# --- (b), (c), (e): learned, cross-validated -----------------------------------------------------
+
+_PUNCT = re.compile(r"[^\w\s]")
+
+
+def shape_features(text: str) -> list[float]:
+    """Dense option-only shape features."""
+    n = max(1, len(text))
+    words = text.split()
+    return [
+        math.log1p(len(text)),
+        math.log1p(text.count("\n")),
+        math.log1p(len(words)),
+        len(_PUNCT.findall(text)) / n,
+        sum(c.isdigit() for c in text) / n,
+        sum(c.isupper() for c in text) / n,
+        float(bool(re.search(r"[ \t]+(?:\n|$)", text))),
+        float(text.count("**")),
+        float(text[:1].isspace()),
+        float(text.rstrip()[-1:] in ".;:!?。" if text.strip() else 0.0),
+        math.log1p(max((len(w) for w in words), default=0)),
+    ]
+
+
+class Featuriser:
+    """Turns texts (with their item's context) into the rows a learned scorer reads. Fitted without labels."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.char = _vectoriser("char", min_df=2, max_features=30_000)
+        self.words = TfidfVectorizer(
+            analyzer="word",
+            token_pattern=r"(?u)\b\w\w+\b",
+            binary=True,
+            use_idf=False,
+            norm=None,
+            min_df=2,
+            max_features=10_000,
+        )
+        self.dicts = DictVectorizer()
+        self.scale = np.ones(1)
+        self.ok = True
+
+    def fit(self, items: Sequence[Item]) -> Featuriser:
+        texts = [t for it in items for t in it.texts]
+        if self.kind == "structure":
+            self.dicts.fit([structure_features(t) for t in texts] + [{"": 0.0}])
+            return self
+        try:
+            self.char.fit(texts)
+            self.words.fit(
+                texts + ([context_part(it.context, "full") for it in items] if self.kind == "pair" else [])
+            )
+        except ValueError:
+            self.ok = False
+            return self
+        dense = np.array([shape_features(t) for t in texts])
+        self.scale = np.where(dense.std(axis=0) > 0, dense.std(axis=0), 1.0)
+        return self
+
+    def transform(
+        self, items: Sequence[Item], lexical: Mapping[str, Sequence[np.ndarray]] | None = None
+    ) -> tuple[sparse.csr_matrix, np.ndarray]:
+        """Sparse n-gram rows and dense rows (shape, cosines, structure) of every text of every item, stacked."""
+        texts = [t for it in items for t in it.texts]
+        if self.kind == "structure":
+            dense = self.dicts.transform([structure_features(t) for t in texts]).toarray()
+            return sparse.csr_matrix((len(texts), 0)), dense
+        if not self.ok:
+            return sparse.csr_matrix((len(texts), 0)), np.zeros((len(texts), 0))
+        dense = np.array([shape_features(t) for t in texts]).reshape(len(texts), -1) / self.scale
+        chars, words = self.char.transform(texts), self.words.transform(texts)
+        blocks = [chars, words * 0.3]
+        if self.kind == "pair":
+            owner = np.repeat(np.arange(len(items)), [len(it.texts) for it in items])
+            ctx_words = self.words.transform([context_part(it.context, "full") for it in items])[owner]
+            ctx_chars = self.char.transform([context_part(it.context, "tail") for it in items])[owner]
+            blocks.append(words.multiply(ctx_words > 0).tocsr() * 0.3)
+            blocks.append(chars.multiply(ctx_chars > 0).tocsr())
+            if lexical is not None:
+                cols = [np.concatenate(list(lexical[k])) for k in sorted(lexical)]
+                dense = np.column_stack([dense, np.column_stack(cols) * 3.0])
+        return sparse.hstack(blocks, format="csr"), dense
+
+
+def fold_of(it: Item, folds: int, salt: object = "") -> int:
+    """The cross-validation fold of an item: a hash of its shown options (the same in a build and an audit)."""
+    key = (
+        content_id("fold", sorted(it.texts[i] for i in it.options))
+        if salt == ""
+        else content_id("fold", salt, it.where)
+    )
+    return int(key, 16) % folds
+
+
+class LearnedScorer(NamedTuple):
+    """Cross-fitted linear models of one kind: `weights[f]` scores the items of fold `f`."""
+
+    kind: str
+    fold: list[int]
+    weights: list[np.ndarray | None]
+    rows: list[sparse.csr_matrix]
+
+    def scores(self, i: int) -> np.ndarray:
+        """Per-text scores of item `i` by the model that never saw it (zeros: no model)."""
+        w = self.weights[self.fold[i]]
+        if w is None:
+            return np.zeros(self.rows[i].shape[0])
+        return np.asarray(self.rows[i] @ w).ravel().round(9)
+
+
+class Features(NamedTuple):
+    """Label-free rows of every text of every item for one learned kind (the same in every AF round)."""
+
+    sparse_part: sparse.csr_matrix
+    dense: np.ndarray
+    rows: list[sparse.csr_matrix]
+    """Per item: its texts' rows (sparse and raw dense side by side), what a fitted model scores."""
+    offsets: list[int]
+
+
+def featurise(
+    items: Sequence[Item], kind: str, lexical: Mapping[str, Sequence[np.ndarray]] | None = None
+) -> Features:
+    """The rows `learned_scorer` fits and scores: they depend on the texts and contexts only."""
+    feat = Featuriser(kind).fit(items)
+    sp, dense = feat.transform(items, lexical)
+    stacked = sparse.hstack([sp, sparse.csr_matrix(dense)], format="csr")
+    at = _offsets(items)
+    return Features(sp, dense, [stacked[at[i] : at[i + 1]] for i in range(len(items))], at)
+
+
+def learned_scorer(
+    items: Sequence[Item],
+    kind: str,
+    folds: int = 5,
+    lexical: Mapping[str, Sequence[np.ndarray]] | None = None,
+    salt: object = "",
+    min_train: int = 8,
+    features: Features | None = None,
+) -> LearnedScorer:
+    """Fit `kind` (`option`, `pair`, `structure`) on every fold's complement; score with `scores(i)`.
+
+    The model is a logistic regression (fitted by SGD) of gold vs distractor over the options of the training
+    items; dense features are centred on their item's mean (what sets the gold apart within its
+    item), sparse n-grams are not (centring would make them dense). Centring leaves the ranking of
+    one item's texts unchanged, so new texts (reserve candidates) are scored with the same weights.
+    `features`: the items' `featurise` rows from an earlier call over the same texts (only which
+    texts are shown may differ), so a refit costs the SGD alone.
+    """
+    feats = features if features is not None else featurise(items, kind, lexical)
+    sp, dense, rows, at = feats
+    k = max(2, min(folds, len(items)))
+    fold = [fold_of(it, k, salt) for it in items]
+    # Rows in a canonical order (items by content, options by text): SGD visits rows in order, and
+    # the same items must give the same model however their options are displayed.
+    picks, centred, labels = [], [], []
+    for i, it in enumerate(items):
+        local = sorted(it.options, key=lambda j: (it.texts[j], j))
+        shown = [at[i] + j for j in local]
+        d = dense[shown]
+        picks.append(shown)
+        centred.append(d - d.mean(axis=0))
+        labels.append(np.array([1 if j == it.gold else 0 for j in local]))
+    canonical = sorted(range(len(items)), key=lambda i: (fold_of(items[i], 1 << 30), i))
+    width = sp.shape[1] + dense.shape[1]
+    weights: list[np.ndarray | None] = []
+    for f in range(k):
+        train = [i for i in canonical if fold[i] != f]
+        if len(train) < min_train or width == 0:
+            weights.append(None)
+            continue
+        index = [j for i in train for j in picks[i]]
+        x = sparse.hstack(
+            [sp[index], sparse.csr_matrix(np.vstack([centred[i] for i in train]))], format="csr"
+        )
+        y = np.concatenate([labels[i] for i in train])
+        if x.nnz == 0 or len(set(y.tolist())) < 2:
+            weights.append(None)
+            continue
+        # Logistic loss by seeded SGD: a long-text task has millions of non-zeros, where liblinear
+        # takes seconds per fold and the adversarial filter refits every round.
+        model = SGDClassifier(loss="log_loss", alpha=1e-4, max_iter=12, tol=None, random_state=0)
+        model.fit(x, y)
+        weights.append(model.coef_.ravel().copy())
+    return LearnedScorer(kind, fold, weights, rows)
+
+
+# --- the suite -----------------------------------------------------------------------------------
+
+
+class ItemView(NamedTuple):
+    """Everything the suite's rules need of one item, over all its texts."""
+
+    lexical: dict[str, np.ndarray]
+    chars: np.ndarray
+    signatures: list[tuple[object, ...]]
+    learned: dict[str, np.ndarray]
+
+
+class SuiteFeatures(NamedTuple):
+    """What the suite computes of a set of items before any label is read (reused across AF rounds)."""
+
+    lexical: dict[str, list[np.ndarray]]
+    chars: list[np.ndarray]
+    signatures: list[list[tuple[object, ...]]]
+    learned: dict[str, Features]
+
+
+_KINDS_OF = {"option_lr": "option", "context_lr": "pair", "structure_lr": "structure"}
+
+
+def suite_features(items: Sequence[Item]) -> SuiteFeatures:
+    """Cosines, character similarities, signatures and the learned rules' rows of every text."""
+    lex = lexical_scores(items)
+    return SuiteFeatures(
+        lex,
+        [char_similarity(it.texts) for it in items],
+        [[structure_signature(t) for t in it.texts] for it in items],
+        {
+            name: featurise(items, kind, lexical=lex if kind == "pair" else None)
+            for name, kind in _KINDS_OF.items()
+        },
+    )
+
+
+def item_views(
+    items: Sequence[Item],
+    folds: int = 5,
+    salt: object = "",
+    features: SuiteFeatures | None = None,
+) -> list[ItemView]:
+    """Score every text of every item under every rule of the suite (learned rules cross-fitted).
+
+    `features`: `suite_features` of the same items and texts from an earlier call (only which texts
+    are shown may differ); then only the learned rules are refitted (adversarial filtering's rounds).
+    """
+    feats = features if features is not None else suite_features(items)
+    learned = {
+        name: learned_scorer(items, kind, folds, salt=salt, features=feats.learned[name])
+        for name, kind in _KINDS_OF.items()
+    }
+    return [
+        ItemView(
+            {k: v[i] for k, v in feats.lexical.items()},
+            feats.chars[i],
+            feats.signatures[i],
+            {name: s.scores(i) for name, s in learned.items()},
+        )
+        for i in range(len(items))
+    ]
+
+
+def rule_scores(view: ItemView, shown: Sequence[int]) -> dict[str, list[float]]:
+    """Every suite rule's scores of the shown texts (the rule answers the highest)."""
+    out: dict[str, list[float]] = {}
+    for key, values in view.lexical.items():
+        picked = [float(values[i]) for i in shown]
+        out[f"ctx_{key}_most"] = picked
+        out[f"ctx_{key}_least"] = [-v for v in picked]
+    central = mean_to_others(view.chars, shown)
+    out["central_char"] = central
+    out["outlier_char"] = [-c for c in central]
+    for name, values in view.learned.items():
+        out[name] = [float(values[i]) for i in shown]
+    out["structure_odd"] = signature_scores(view.signatures, shown, rare=True)
+    out["structure_modal"] = signature_scores(view.signatures, shown, rare=False)
+    return {name: out[name] for name in SUITE}
+
+
+def suite_scores(items: Sequence[Item], folds: int = 5) -> list[dict[str, list[float]]]:
+    """Per item, every suite rule's scores of its shown options."""
+    views = item_views(items, folds)
+    return [rule_scores(v, it.options) for v, it in zip(views, items, strict=True)]
+
+
+ScoreFn = Callable[[ItemView, Sequence[int]], dict[str, list[float]]]

@@ -1,0 +1,187 @@
+"""Planted shortcuts: each baseline of the suite finds its own, and adversarial filtering removes it.
+
+Every task below is built so that one cheap rule finds the gold (gold = longest; gold = most
+similar to the context; gold = the only plan ending in a run step; gold = the option written in
+another style), and every item carries reserve candidates without the tell. The baseline must
+exceed its bound before filtering and stay within it after; filtering is byte-for-byte
+deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from generators.quality.adversarial import Settings, adversarial_filter
+from generators.quality.balance import balance_positions
+from generators.quality.baselines import Mcq, task_baselines
+from generators.quality.gates import context_text
+from schemas import Distractor, Provenance, Question, content_id
+
+WORDS = [
+    "parser",
+    "writer",
+    "module",
+    "script",
+    "quote",
+    "field",
+    "split",
+    "submit",
+    "token",
+    "cache",
+    "index",
+    "branch",
+    "commit",
+    "merge",
+    "request",
+    "session",
+    "header",
+    "cookie",
+    "stream",
+    "buffer",
+    "socket",
+    "thread",
+    "worker",
+    "queue",
+    "schema",
+    "record",
+    "column",
+    "router",
+    "handler",
+    "plugin",
+    "loader",
+    "config",
+    "option",
+    "value",
+    "string",
+    "number",
+    "vector",
+    "matrix",
+    "tensor",
+    "kernel",
+]
+
+
+def _question(
+    k: int, task: str, gold: str, distractors: list[str], reserve: list[str], context: str
+) -> Question:
+    return Question(
+        item_id=content_id(task, k),
+        scenario="planted",
+        task=task,
+        form="mcq",
+        trajectory_id=f"t{k}",
+        step_index=k,
+        fields={"trajs": context},
+        gold=gold,
+        options=(gold, *distractors),
+        gold_index=0,
+        distractors=tuple(Distractor(text=d, origin=f"other_run:{k}:{i}") for i, d in enumerate(distractors)),
+        reserve=tuple(Distractor(text=r, origin=f"same_instance:{k}:{i}") for i, r in enumerate(reserve)),
+        provenance=Provenance(source_file=f"run{k}.json", source_format="planted", extractor="planted"),
+    )
+
+
+def _phrase(rng: random.Random, n: int) -> str:
+    return " ".join(rng.sample(WORDS, n))
+
+
+def _audit(questions: list[Question]):
+    placed = balance_positions(questions, seed=1)  # as the build does after filtering
+    return task_baselines([Mcq(q.item_id, q.options, q.gold_index, context_text(q.fields)) for q in placed])
+
+
+def _gold_longest(rng: random.Random, k: int) -> Question:
+    gold = "edit the " + _phrase(rng, 9)
+    short = ["edit the " + _phrase(rng, 4) for _ in range(3)]
+    long = ["edit the " + _phrase(rng, rng.choice((8, 9, 10, 11))) for _ in range(6)]
+    return _question(k, "longest", gold, short, [*long, *short[:0]], _phrase(rng, 12))
+
+
+def _gold_similar(rng: random.Random, k: int) -> Question:
+    topic = rng.sample(WORDS, 6)
+    context = "the agent looked at " + " ".join(topic) + " and then " + _phrase(rng, 6)
+    gold = "inspect " + " ".join(rng.sample(topic, 4))
+    far = ["inspect " + _phrase(rng, 4) for _ in range(3)]
+    near = ["inspect " + " ".join(rng.sample(topic, 4)) for _ in range(6)]
+    return _question(k, "similar", gold, far, near, context)
+
+
+STEPS = {
+    "clone": "Clone the repository {w}",
+    "install": "Install the Python packages {w}",
+    "configure": "Edit the file {w}.yaml",
+    "run": "Run the script {w}.py",
+    "delete": "Delete the folder {w}",
+}
+
+
+def _plan(rng: random.Random, kinds: list[str]) -> str:
+    return "".join(
+        f"*step{i + 1}: {STEPS[kind].format(w=rng.choice(WORDS))};" for i, kind in enumerate(kinds)
+    )
+
+
+def _gold_runs_last(rng: random.Random, k: int) -> Question:
+    def middle() -> list[str]:
+        return rng.sample(
+            ["install", "configure", "install", "configure", "configure"], rng.choice((2, 3, 4))
+        )
+
+    gold = _plan(rng, ["clone", *middle(), "run"])
+    bad = [_plan(rng, ["clone", *middle(), rng.choice(("delete", "install"))]) for _ in range(3)]
+    good_shape = [_plan(rng, ["clone", *middle(), "run"]) for _ in range(6)]
+    return _question(k, "runs_last", gold, bad, good_shape, "Set up the repository " + _phrase(rng, 5))
+
+
+def _gold_other_style(rng: random.Random, k: int) -> Question:
+    gold = "I need to check the " + _phrase(rng, 4) + " first."
+    other = ["Look into " + _phrase(rng, 4) + " now" for _ in range(3)]
+    same = ["I need to check the " + _phrase(rng, 4) + " first." for _ in range(6)]
+    return _question(k, "style", gold, other, same, _phrase(rng, 10))
+
+
+PLANTED = [
+    ("longest", _gold_longest, "longest"),
+    ("similar", _gold_similar, "ctx_word_tail_most"),
+    ("runs_last", _gold_runs_last, "structure_lr"),
+    ("style", _gold_other_style, "option_lr"),
+]
+
+
+@pytest.mark.parametrize(("task", "make", "baseline"), PLANTED, ids=[p[0] for p in PLANTED])
+def test_each_baseline_finds_its_planted_shortcut_and_filtering_removes_it(task, make, baseline):
+    rng = random.Random(task)
+    questions = [make(rng, k) for k in range(80)]
+    planted = _audit(questions)
+    assert planted.accuracy[baseline] > 0.9 and baseline in planted.exceeded
+
+    filtered, dropped, stats = adversarial_filter(questions, seed=3)
+    after = _audit(filtered)
+    assert after.accuracy[baseline] <= after.bounds[baseline], (baseline, after.accuracy[baseline])
+    assert not after.exceeded, after.why()
+    assert stats[task].replaced > 0 and stats[task].candidates_scored >= stats[task].replaced
+    assert stats[task].items == 80 and stats[task].dropped == len(dropped) == 80 - len(filtered)
+    assert len(filtered) >= 64  # the reserve can hide every tell: few items are dropped
+    assert all(not q.reserve and q.options[q.gold_index] == q.gold for q in filtered)
+    assert all(len(set(q.options)) == len(q.options) == 4 for q in filtered)
+
+
+def test_filtering_is_byte_for_byte_deterministic_for_a_seed():
+    rng = random.Random(11)
+    questions = [_gold_similar(rng, k) for k in range(60)]
+    runs = [adversarial_filter(questions, seed=5) for _ in range(2)]
+    dumps = [json.dumps([q.model_dump(mode="json") for q in out], sort_keys=True) for out, _, _ in runs]
+    assert dumps[0] == dumps[1]
+    assert runs[0][2] == runs[1][2]
+    other = adversarial_filter(questions, seed=6, settings=Settings(rounds=3))[0]
+    assert [q.options for q in other] != [q.options for q in runs[0][0]]  # the seed matters
+
+
+def test_a_task_without_reserve_is_left_as_it_is():
+    rng = random.Random(2)
+    questions = [_gold_longest(rng, k).model_copy(update={"reserve": ()}) for k in range(20)]
+    out, dropped, stats = adversarial_filter(questions, seed=1)
+    assert out == questions and not dropped and stats["longest"].replaced == 0

@@ -1,0 +1,47 @@
+"""The validity section's pure parts: option lengths, distractor sources and the seeded sample."""
+
+from __future__ import annotations
+
+from generators.quality.validity import option_lengths, samples, source_mix
+
+
+def _row(i: int, options: list[str], gold: int, origins: list[str]) -> dict:
+    return {
+        "item_id": f"plan-{i:04d}",
+        "scenario": "?",
+        "task": "plan",
+        "options": options,
+        "gold_index": gold,
+        "distractor_origins": origins,
+        "context": f"context {i}",
+    }
+
+
+ROWS = [
+    _row(0, ["a much longer gold answer", "b", "c"], 0, ["rule:wrong_target", "same_instance:failed_run"]),
+    _row(1, ["x", "the gold", "yy"], 1, ["other_run:s1", "llm:gpt"]),
+    _row(2, ["p", "qq", "r"], 2, ["mystery", "rule:premature"]),
+]
+
+
+def test_option_lengths_separate_gold_from_distractors_and_count_the_longest_gold():
+    lengths = option_lengths(ROWS)
+    assert lengths.gold.n == 3 and lengths.distractors.n == 6
+    assert lengths.gold_longest == round(2 / 3, 4) and lengths.gold_shortest == 0.0
+    assert sum(lengths.gold_counts) == 3 and sum(lengths.distractor_counts) == 6
+    assert len(lengths.bins) == len(lengths.gold_counts) + 1
+
+
+def test_source_mix_counts_each_family_and_unknown_origins_as_other():
+    assert source_mix(ROWS) == {"rule": 2, "same_instance": 1, "other_run": 1, "llm": 1, "other": 1}
+
+
+def test_samples_are_seeded_and_keep_each_distractor_origin_with_its_option():
+    first, again, other = samples(ROWS, 1, k=2), samples(list(reversed(ROWS)), 1, k=2), samples(ROWS, 2, k=3)
+    assert first == again and len(first) == 2 and len(other) == 3
+    by_id = {r["item_id"]: r for r in ROWS}
+    for item in other:
+        row = by_id[item.item_id]
+        assert [o.origin for o in item.options if not o.gold] == row["distractor_origins"]
+        assert [o.gold for o in item.options].index(True) == row["gold_index"]
+        assert item.context_tail.endswith(row["context"])

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from extractors._balance import balanced_head
 from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, unknown_task
-from extractors.shell.commands import describe
+from extractors.shell.commands import describe, has_placeholder, is_read_only
 from extractors.swe_env_setup.errors import (
     MAX_LINE_CHARS,
     ErrorPair,
@@ -51,6 +51,7 @@ from extractors.swe_env_setup.plan_variants import clean_plan, remap_required, w
 from extractors.swe_env_setup.steps import (
     PlanStep,
     commands,
+    determined,
     normalise_target,
     plan_steps,
     render_plan,
@@ -102,6 +103,22 @@ def mentions_only(fix: str, context: str) -> bool:
     return True
 
 
+#: A plan item shows six wrong plans (APTBench's 7 options).
+MIN_PLAN_OPTIONS = 6
+
+#: Options closer than this are one option to the offline generator's reserve (it keeps one of them).
+DISTINCT_SIMILARITY = 0.85
+
+
+def _distinct(texts: list[str]) -> int:
+    """How many of `texts` (the gold first) stay once every text too close to an earlier kept one goes."""
+    kept: list[str] = []
+    for t in texts:
+        if all(similarity(t, k, DISTINCT_SIMILARITY) < DISTINCT_SIMILARITY for k in kept):
+            kept.append(t)
+    return len(kept) - 1
+
+
 #: An error item needs six wrong fixes of its own (APTBench's 7 options): the generator's pool holds other
 #: runs' golds, which name files this item never shows.
 MIN_ERROR_CANDIDATES = 6
@@ -116,7 +133,7 @@ class FixLibrary(NamedTuple):
     """`(run_id, install step)` of every labelled run's plan (`plan` distractors of other repositories)."""
 
 
-@extractor("swe_env_setup", version=2, reads={"envsetup"}, tasks=SPECS)
+@extractor("swe_env_setup", version=3, reads={"envsetup"}, tasks=SPECS)
 class SweEnvSetup:
     """Gold commands, fixes and plans from successful environment-setup runs."""
 
@@ -193,9 +210,21 @@ class SweEnvSetup:
     def _actions(
         self, traj: Trajectory, run: EnvSetupRun, options: ExtractOptions, where: str
     ) -> list[GoldStep | Problem]:
-        plan = render_plan(plan_steps(run), star=False)
         cmds = commands(run)
         per_step = Counter(c.step for c in cmds)
+        # the execution plan the commands follow: one described step per command that took effect, in
+        # order (edits made with a tool, which no executed command shows, are not steps of it)
+        done: list[str] = []
+        for cmd in cmds:
+            if (
+                not cmd.failed
+                and not is_read_only(cmd.text)
+                and not has_placeholder(cmd.text)
+                and cmd.text not in done
+            ):
+                done.append(cmd.text)
+        steps = [describe(c) for c in done]
+        plan = "; ".join(f"step{k}: {t}" for k, t in enumerate(steps, start=1))
         executed: list[str] = []
         dropped: Counter[str] = Counter()
         out: list[GoldStep | Problem] = []
@@ -204,6 +233,12 @@ class SweEnvSetup:
             reason = target_drop(cmd._replace(text=target), set(executed), per_step[cmd.step] > 1)
             if reason is None and not executed:
                 reason = "nothing_executed_before"
+            if reason is None and cmd.text in done:
+                step = steps[done.index(cmd.text)]
+                if not determined(target, step, executed):
+                    reason = "not_determined_by_plan_or_history"
+            elif reason is None:
+                reason = "not_a_plan_step"
             if reason is None:
                 history = self._fit_history(plan, executed, options.max_context_tokens)
                 prefix, postfix = split_target(target)
@@ -217,7 +252,7 @@ class SweEnvSetup:
                 out.append(self._gold(traj, "action", cmd.step, target, fields, options))
             else:
                 dropped[reason] += 1
-            if not cmd.failed and reason not in {"read_only", "placeholder"} and cmd.text not in executed:
+            if cmd.text in done and cmd.text not in executed and not cmd.failed:
                 executed.append(cmd.text)
         if dropped:
             detail = ", ".join(f"{k}={v}" for k, v in sorted(dropped.items()))
@@ -407,14 +442,19 @@ class SweEnvSetup:
             [run.context.file_tree, run.context.readme, *(d.text for d in run.context.docs)]
         )
         foreign = [step for rid, step in self.library.installs if rid != run.run_id]
-        found = [("move", t) for t in plan_distractors(gold_plan, required, repo, rng)]
-        found += [
-            f
-            for f in wrong_plans(gold_plan, required, files_text, repo, foreign, rng)
-            if f[1] not in {t for _, t in found}
-        ]
-        cands = [t for _, t in found]
-        if len(cands) < 6:
+        gold = render_plan(gold_plan, star=True)
+        pool = wrong_plans(gold_plan, required, files_text, repo, foreign, rng)
+        found = [(w.kinds, w.text, w.foreign) for w in pool]
+        if _distinct([gold, *(w.text for w in pool if w.keeps_shape)]) < 4 * MIN_PLAN_OPTIONS:
+            # too few shape-keeping options far enough apart (short plans): block moves of the steps (each
+            # checked wrong), whose order of steps a structural rule reads, fill in
+            found += [
+                ("move", t, False)
+                for t in plan_distractors(gold_plan, required, repo, rng)
+                if t not in {f[1] for f in found}
+            ]
+        cands = [t for _, t, _ in found]
+        if len(cands) < MIN_PLAN_OPTIONS:
             return [
                 Problem(
                     where=where,
@@ -424,13 +464,16 @@ class SweEnvSetup:
                     detail=f"{run.run_id}: {len(required)} required steps give {len(cands)} checked-wrong plans",
                 )
             ]
-        gold = render_plan(gold_plan, star=True)
-        kinds = dict((t, k) for k, t in found)
-        ordered = balanced_head(gold, cands, rng, window=30)
+        kinds = {t: (k, alien) for k, t, alien in found}
+        # the options shown first come from those that keep the gold's shape (a step-order rule then
+        # has nothing to go on); the rest follow as the adversarial filter's reserve
+        keep = [w.text for w in pool if w.keeps_shape]
+        head = balanced_head(gold, keep, rng, window=18) if len(keep) >= 6 else keep
+        ordered = [*head, *(c for c in cands if c not in set(head))]
         made = tuple(
             Candidate(
                 text=c,
-                origin=f"{'other_run' if 'foreign_step' in kinds[c] else 'rule'}:plan_{kinds[c].replace('+', '_')}",
+                origin=f"{'other_run' if kinds[c][1] else 'rule'}:plan_{kinds[c][0].replace('+', '_')}",
             )
             for c in ordered
         )

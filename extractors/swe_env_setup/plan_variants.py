@@ -1,20 +1,32 @@
-"""Clean env-setup plan golds, and wrong plans of several kinds (helpers of the `plan` task).
+"""Clean env-setup plan golds, and a pool of wrong plans of several kinds (helpers of the `plan` task).
 
 A gold plan is the run's effective setup, cleaned as APTBench's plans read: a script run that is
 run again later is kept only at its last run (the earlier ones were attempts), then consecutive
-edits of one file become one step. A wrong plan is the gold with two wrong moves: one shared by
-every option of the item (the anchor) and one of its own, of several kinds, drawn from:
+edits of one file become one step.
 
-- `omit`: a required step (by the run's evidence) left out;
-- `reorder`: a required step moved after the step that needs it;
-- `wrong_entry`: the final run pointed at another script of the repository (from its file tree);
-- `wrong_package`: an install step with one package pinned to an old version, or dropped;
-- `foreign_step`: an install step swapped for an install step of another repository's plan.
+A wrong plan is the gold with one *anchor* edit that makes it wrong (shared by a family of
+options, so the gold is as far from each option as the options are from each other and is never
+their medoid) plus one or two *own* edits, of these kinds:
 
-Substitutions keep the gold's first and last step kinds and its length, omissions and moves keep
-its vocabulary, so neither "clone first / run last", length nor a harmful word separates the gold.
-Every option is checked wrong: a move or omission against the run's evidence (`plan.is_wrong`), a
-substitution because the plan then runs or installs something the run did not.
+- `omit`: a required step (by the run's evidence) left out (one step fewer);
+- `reorder`: a required step moved after a later, non-final step that needs it;
+- `late`: a required step moved after the final run (the plan then ends on it);
+- `wrong_entry`: a run pointed at another script the repository shows (README, docs, file listing);
+- `wrong_edit`: an edit made to another file the repository shows instead of the one that needed it;
+- `wrong_deps`: the requirements installed from another requirements file the repository shows;
+- `wrong_package`: a package of an install dropped, or its version pin changed or removed;
+- `foreign_step`: an install swapped for an install step of another repository's plan (the ones
+  sharing a package with this repository's own texts first: the same framework);
+- `extra`: a step added (an install from another repository's plan, an edit of another shown
+  file) before the final run: never wrong by itself, it only sits beside an anchor, so the gold
+  is not always the option with the most steps.
+
+Which kinds exist for a plan depends on its steps; a family takes every own edit its anchor
+allows, so a plan yields many more options than an item shows (the adversarial filter chooses).
+Families whose anchor keeps the plan's shape (first step, last step kind, step count) come
+first: the clone stays first and the final run last, so no rule on step order or position
+separates the gold. Each option is checked wrong: a substitution or omission of a required step,
+or a move of one after the step that needs it (`plan.is_wrong`), a final run of another script.
 """
 
 from __future__ import annotations
@@ -22,11 +34,31 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
-from extractors.swe_env_setup.plan import MAX_SIMILARITY, is_wrong, similarity
+from extractors.swe_env_setup.plan import is_wrong, similarity
 from extractors.swe_env_setup.steps import PlanStep, render_plan
 
 _SCRIPT = re.compile(r"[\w./-]+\.(?:py|sh)\b")
+_FILE = re.compile(r"[\w./-]+\.(?:py|sh|ya?ml|cfg|json|txt|toml|ini)\b")
+_REQS = re.compile(
+    r"[\w./-]*requirements[\w.-]*\.txt\b|[\w./-]*(?:environment\.ya?ml|pyproject\.toml|setup\.py)\b"
+)
+_NOT_ENTRIES = {"setup.py", "__init__.py", "conftest.py", "setup.cfg", "pyproject.toml", "package.json"}
+_PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)\s*(==|>=|<=|~=|<|>)\s*([\w.*+-]+)$")
+
+#: A wrong plan more similar than this to the gold (normalised difflib ratio) is too close to tell apart
+#: (the near-gold gate refuses 0.9).
+MAX_SIMILARITY = 0.89
+#: Families (anchors) tried per plan, and candidates kept.
+MAX_ANCHORS = 6
+MAX_CANDIDATES = 40
+#: Options of the first family that lead the list (the offline generator picks the shown ones among them).
+HEAD = 10
+#: Kinds that keep the plan's first step, final step kind and step count.
+SHAPE_KEEPING = ("foreign_step", "wrong_deps", "wrong_edit", "wrong_entry", "wrong_package")
+"""In the order they are tried as anchors: a whole step replaced first (an anchor that changes a word
+leaves too few own edits far enough from the gold)."""
 
 
 def clean_plan(plan: Sequence[PlanStep]) -> list[PlanStep]:
@@ -59,51 +91,223 @@ def remap_required(
     return out
 
 
-def _scripts(text: str, repo_dir: str) -> list[str]:
-    found = [m.group(0) for m in _SCRIPT.finditer(text)]
-    return [
-        f if not repo_dir or f.startswith(repo_dir + "/") else f"{repo_dir}/{f}" for f in dict.fromkeys(found)
-    ]
+class PlanEdit(NamedTuple):
+    """One change of a gold plan."""
+
+    kind: str
+    at: int
+    """The plan step changed (omitted, moved, replaced) or the step an `extra` goes before."""
+    step: PlanStep | None = None
+    """The replacement (`wrong_*`, `foreign_step`) or the added step (`extra`)."""
+    after: int = -1
+    """Where a moved step goes (`reorder`, `late`): right after this plan step."""
+    wrong: bool = True
+    """Whether this edit alone makes the plan wrong."""
 
 
-def substitutions(
-    plan: Sequence[PlanStep], files_text: str, repo_dir: str, foreign: Sequence[PlanStep], rng: random.Random
-) -> list[tuple[str, int, PlanStep]]:
-    """`(kind, index, replacement)` for the substitution kinds (see the module docstring)."""
-    out: list[tuple[str, int, PlanStep]] = []
-    runs = [k for k, s in enumerate(plan) if s.category in {"run", "test"}]
-    if runs:
-        k = runs[-1]
-        used = set(_SCRIPT.findall(plan[k].text))
-        others = [
-            f
-            for f in _scripts(files_text, repo_dir)
-            if f.rsplit("/", 1)[-1] not in {u.rsplit("/", 1)[-1] for u in used}
-        ]
-        rng.shuffle(others)
-        for f in others[:3]:
-            text = _SCRIPT.sub(f, plan[k].text, count=1)
-            if text != plan[k].text:
-                out.append(("wrong_entry", k, plan[k]._replace(text=text)))
-    for k, s in enumerate(plan):
-        if s.category != "install" or not s.packages:
-            continue
-        p = s.packages[rng.randrange(len(s.packages))]
-        name = re.split(r"[=<>!~]", p)[0]
-        out.append(("wrong_package", k, s._replace(text=s.text.replace(p, f"{name}==0.1.0", 1))))
-        if len(s.packages) > 1:
-            rest = [x for x in s.packages if x != p]
-            out.append(
-                ("wrong_package", k, s._replace(text=s.text.replace(", ".join(s.packages), ", ".join(rest))))
-            )
-    installs = [k for k, s in enumerate(plan) if s.category in {"install", "deps"}]
-    own = {s.text for s in plan}
-    alien = [f for f in dict.fromkeys(foreign) if f.category == "install" and f.text not in own]
-    rng.shuffle(alien)
-    for k in installs[:2]:
-        for f in alien[:2]:
-            out.append(("foreign_step", k, f))
+def _in_repo(path: str, repo_dir: str) -> str:
+    path = re.sub(r"^(?:/content/|\./)", "", path)
+    if not repo_dir or path.startswith(repo_dir + "/"):
+        return path
+    return f"{repo_dir}/{path}"
+
+
+def _names(text: str, pattern: re.Pattern[str], repo_dir: str) -> list[str]:
+    return list(dict.fromkeys(_in_repo(m.group(0), repo_dir) for m in pattern.finditer(text)))
+
+
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _final_run(plan: Sequence[PlanStep]) -> int:
+    """The plan's final run (its last step when that is a run or test), else -1."""
+    return len(plan) - 1 if plan and plan[-1].category in {"run", "test"} else -1
+
+
+def _swap_path(step: PlanStep, old: str, new: str, repo_dir: str) -> PlanStep | None:
+    """`step` with its path `old` replaced by `new`, written as the gold writes paths (with or without the
+    repository folder)."""
+    for m in _FILE.finditer(step.text):
+        if m.group(0) == old:
+            shown = new if m.group(0).startswith(repo_dir + "/") else new.removeprefix(repo_dir + "/")
+            return step._replace(text=step.text[: m.start()] + shown + step.text[m.end() :])
+    return None
+
+
+def _package_edits(
+    k: int, s: PlanStep, versions: dict[str, list[str]], required: bool, rng: random.Random
+) -> list[PlanEdit]:
+    out: list[PlanEdit] = []
+    pkgs = list(s.packages)
+    listed = ", ".join(pkgs)
+    if listed not in s.text:
+        return out
+
+    def with_packages(new: list[str]) -> PlanStep:
+        text = s.text.replace(listed, ", ".join(new), 1)
+        text = re.sub(r"\bpackages? (?=\S)", "packages " if len(new) > 1 else "package ", text, count=1)
+        return s._replace(text=text, packages=tuple(new))
+
+    order = list(range(len(pkgs)))
+    rng.shuffle(order)
+    for i in order[:3]:
+        p = pkgs[i]
+        m = _PIN.match(p)
+        name = m.group(1) if m else p
+        if len(pkgs) > 1:
+            out.append(PlanEdit("wrong_package", k, with_packages(pkgs[:i] + pkgs[i + 1 :]), wrong=required))
+        if m and m.group(2) == "==":  # the run pinned it: another version, or none, is the wrong one
+            others = [v for v in versions.get(name.lower(), []) if v != m.group(3)]
+            new = [f"{name}=={others[0]}"] if others else []
+            new.append(name)
+            for n in new[:1]:
+                out.append(PlanEdit("wrong_package", k, with_packages([*pkgs[:i], n, *pkgs[i + 1 :]])))
+        elif not m:
+            seen = versions.get(name.lower(), [])
+            if seen:  # a version another run pinned, so not a made-up number
+                pinned = f"{name}=={rng.choice(seen)}"
+                out.append(
+                    PlanEdit(
+                        "wrong_package", k, with_packages([*pkgs[:i], pinned, *pkgs[i + 1 :]]), wrong=False
+                    )
+                )
     return out
+
+
+def plan_edits(
+    plan: Sequence[PlanStep],
+    required: dict[int, int],
+    files_text: str,
+    repo_dir: str,
+    foreign: Sequence[PlanStep],
+    rng: random.Random,
+) -> list[PlanEdit]:
+    """Every single edit of the kinds above that the plan and the repository's texts allow."""
+    n = len(plan)
+    final = _final_run(plan)
+    out: list[PlanEdit] = []
+    for k, user in sorted(required.items()):
+        if not 0 < k < n - 1 or plan[k].category == "cd":
+            continue
+        out.append(PlanEdit("omit", k))
+        if k < user < n - 1:
+            out.append(PlanEdit("reorder", k, after=user))
+        elif user == n - 1 and k < user:
+            out.append(PlanEdit("late", k, after=user))
+    scripts = _names(files_text, _SCRIPT, repo_dir)
+    files = _names(files_text, _FILE, repo_dir)
+    reqs = _names(files_text, _REQS, repo_dir)
+    used = {_base(m.group(0)) for s in plan for m in _FILE.finditer(s.text)}
+    for k, s in enumerate(plan):
+        if s.category in {"run", "test"}:
+            mine = _SCRIPT.search(s.text)
+            if not mine:
+                continue
+            ext = mine.group(0).rsplit(".", 1)[-1]
+            others = [
+                f for f in scripts if _base(f) not in used | _NOT_ENTRIES and f.endswith("." + ext)
+            ]  # another script of the same language, never a setup or package file
+            rng.shuffle(others)
+            for f in others[:4]:
+                if (new := _swap_path(s, mine.group(0), f, repo_dir)) is not None:
+                    out.append(PlanEdit("wrong_entry", k, new, wrong=k == final))
+        elif s.category == "edit":
+            mine = _FILE.search(s.text)
+            if not mine:
+                continue
+            ext = mine.group(0).rsplit(".", 1)[-1]
+            others = [
+                f
+                for f in files
+                if _base(f) not in used | _NOT_ENTRIES
+                and f.endswith("." + ext)
+                and not _REQS.fullmatch(_base(f))
+            ]  # another file of the same type
+            rng.shuffle(others)
+            for f in others[:3]:
+                if (new := _swap_path(s, mine.group(0), f, repo_dir)) is not None:
+                    out.append(PlanEdit("wrong_edit", k, new, wrong=k in required))
+        elif s.category == "deps" and (mine := _REQS.search(s.text)):
+            others = [f for f in reqs if _base(f) != _base(mine.group(0))]
+            for f in others[:2]:
+                if (new := _swap_path(s, mine.group(0), f, repo_dir)) is not None:
+                    out.append(PlanEdit("wrong_deps", k, new, wrong=k in required))
+    versions: dict[str, list[str]] = {}
+    for f in foreign:
+        for p in f.packages:
+            if (m := _PIN.match(p)) and m.group(2) == "==":
+                versions.setdefault(m.group(1).lower(), []).append(m.group(3))
+    for k, s in enumerate(plan):
+        if s.category == "install" and s.packages:
+            out += _package_edits(k, s, {a: sorted(set(v)) for a, v in versions.items()}, k in required, rng)
+    own_text = " ".join(s.text for s in plan)
+    own_pkgs = {p.split("=")[0].lower() for s in plan for p in s.packages}
+    alien = [
+        f
+        for f in dict.fromkeys(foreign)
+        if f.category == "install"
+        and f.text not in own_text
+        and not own_pkgs & set(map(str.lower, f.packages))
+    ]
+    rng.shuffle(alien)
+    low = files_text.lower()
+    # the same framework first: a foreign install naming a package this repository's texts name
+    alien.sort(key=lambda f: not any(re.search(rf"\b{re.escape(p.lower())}\b", low) for p in f.packages))
+    installs = [k for k, s in enumerate(plan) if s.category in {"install", "deps"}]
+    installs.sort(key=lambda k: k not in required)
+    for k in installs[:3]:
+        for f in alien[:3]:
+            out.append(PlanEdit("foreign_step", k, f, wrong=k in required))
+    if final > 0:
+        for f in alien[3:5]:
+            out.append(PlanEdit("extra", final, f, wrong=False))
+        extra_files = [
+            f for f in files if _base(f) not in used and f.endswith((".py", ".sh", ".yaml", ".cfg"))
+        ]
+        rng.shuffle(extra_files)
+        for f in extra_files[:2]:
+            out.append(PlanEdit("extra", final, PlanStep(f"Edit {f}", "edit", ()), wrong=False))
+    return out
+
+
+def apply_edits(plan: Sequence[PlanStep], edits: Sequence[PlanEdit]) -> list[int | PlanStep] | None:
+    """The plan with `edits` applied (original indices and new steps); None when two edits clash."""
+    touched = [e.at for e in edits if e.kind != "extra"]
+    if len(set(touched)) < len(touched):
+        return None
+    moves = [e for e in edits if e.kind in {"reorder", "late"}]
+    if len(moves) > 1 or any(e.after in touched for e in moves):
+        return None
+    extras = [e for e in edits if e.kind == "extra"]
+    gone = {e.at for e in edits if e.kind in {"omit", "reorder", "late"}}
+    order: list[int] = [k for k in range(len(plan)) if k not in gone]
+    for e in moves:
+        order.insert(order.index(e.after) + 1, e.at)
+    subs = {e.at: e.step for e in edits if e.step is not None and e.kind != "extra"}
+    out: list[int | PlanStep] = []
+    for k in order:
+        out += [e.step for e in extras if e.at == k and e.step is not None]
+        step = subs.get(k)
+        out.append(step if step is not None else k)
+    return out
+
+
+def _shape(plan: Sequence[PlanStep], variant: Sequence[int | PlanStep]) -> tuple[int, str, str]:
+    steps = [plan[x] if isinstance(x, int) else x for x in variant]
+    return len(steps), steps[0].category, steps[-1].category
+
+
+class WrongPlan(NamedTuple):
+    """One checked-wrong plan option."""
+
+    kinds: str
+    """`anchor+own` kinds, e.g. `wrong_entry+omit`."""
+    text: str
+    foreign: bool
+    """It holds a step of another repository's plan."""
+    keeps_shape: bool = True
+    """It starts and ends with the gold's kinds of step (the clone first, the final run last)."""
 
 
 def wrong_plans(
@@ -113,62 +317,81 @@ def wrong_plans(
     repo_dir: str,
     foreign: Sequence[PlanStep],
     rng: random.Random,
-    limit: int = 24,
-) -> list[tuple[str, str]]:
-    """`(kinds, option text)` wrong plans, two moves of different kinds each (see the module docstring)."""
+    limit: int = MAX_CANDIDATES,
+) -> list[WrongPlan]:
+    """Checked-wrong plans, family by family (see the module docstring), shape-keeping families first.
+
+    Within a family, own edits alternate between ones that drop a step, keep the count and add one,
+    so the first options shown already mix step counts around the gold's.
+    """
     gold = render_plan(list(plan), star=True)
     n = len(plan)
-    moves: list[tuple[str, list[int | PlanStep]]] = []
-    for k, user in sorted(required.items()):
-        if 0 < k < n - 1:
-            moves.append(("omit", [j for j in range(n) if j != k]))
-        if user > k and k > 0 and user < n:
-            order = [j for j in range(n) if j != k]
-            at = order.index(user) + 1
-            moves.append(("reorder", [*order[:at], k, *order[at:]]))
-    for kind, k, step in substitutions(plan, files_text, repo_dir, foreign, rng):
-        moves.append((kind, [step if j == k else j for j in range(n)]))
-    rng.shuffle(moves)
-    # one shared wrong move (the anchor) plus one own move each: the gold is then as far from every
-    # option as the options are from each other (two own moves each would make it the medoid)
-    best: list[tuple[str, str]] = []
-    for anchor in range(len(moves)):
-        ka, va = moves[anchor]
-        picked: list[tuple[str, str]] = []
-        texts: list[str] = [gold]
-        for b in range(len(moves)):
-            kb, vb = moves[b]
-            if b == anchor:
-                continue
-            variant = _combine(va, vb, n)
+    edits = plan_edits(plan, required, files_text, repo_dir, foreign, rng)
+    anchors = [e for e in edits if e.wrong and e.kind != "extra"]
+    rank = {k: i for i, k in enumerate((*SHAPE_KEEPING, "omit", "reorder", "late"))}
+    rng.shuffle(anchors)
+    anchors.sort(key=lambda e: rank[e.kind])
+    picked_anchors: list[PlanEdit] = []
+    for e in anchors:  # one anchor per kind and step first: families then differ
+        if all((a.kind, a.at) != (e.kind, e.at) for a in picked_anchors):
+            picked_anchors.append(e)
+        if len(picked_anchors) == MAX_ANCHORS:
+            break
+    texts = {gold}
+    families: list[list[WrongPlan]] = []
+    broken: list[WrongPlan] = []
+    shape = _shape(plan, list(range(n)))
+    for anchor in picked_anchors:
+        family: dict[int, list[WrongPlan]] = {-1: [], 0: [], 1: []}
+        own = [e for e in edits if e is not anchor and (e.kind == "extra" or e.at != anchor.at)]
+        rng.shuffle(own)
+        for e in own:
+            text, variant, applied = "", None, [anchor, e]
+            # a second own edit when one leaves the option too close to the gold (a word changed)
+            seconds = [x for x in own if x.at != e.at and x is not e][:3]
+            for second in (None, *seconds):
+                applied = [anchor, e] if second is None else [anchor, e, second]
+                variant = apply_edits(plan, applied)
+                if variant is None:
+                    continue
+                ints = [x for x in variant if isinstance(x, int)]
+                if not (anchor.step is not None and anchor.wrong) and not is_wrong(ints, required):
+                    variant = None
+                    continue
+                text = render_plan([plan[x] if isinstance(x, int) else x for x in variant], star=True)
+                if text not in texts and similarity(text, gold, MAX_SIMILARITY) < MAX_SIMILARITY:
+                    break
+                variant = None
             if variant is None:
                 continue
-            ints = [x for x in variant if isinstance(x, int)]
-            subst = any(not isinstance(x, int) for x in variant)
-            if not subst and not is_wrong(ints, required):
-                continue
-            text = render_plan([plan[x] if isinstance(x, int) else x for x in variant], star=True)
-            if text not in texts and similarity(text, gold, MAX_SIMILARITY) < MAX_SIMILARITY:
-                picked.append((f"{ka}+{kb}", text))
-                texts.append(text)
-        kinds = {k.split("+")[1] for k, _ in picked}
-        if len(picked) >= 6 and len(kinds) >= 2:
-            return picked[:limit]
-        if len(picked) > len(best):
-            best = picked
-    return best[:limit]
-
-
-def _combine(a: list[int | PlanStep], b: list[int | PlanStep], n: int) -> list[int | PlanStep] | None:
-    """Both moves applied (an omission applied to a reorder; substitutions by index); None for two reorders."""
-    subs = {j: x for v in (a, b) for j, x in enumerate(v) if not isinstance(x, int)}
-    orders = [v for v in (a, b) if all(isinstance(x, int) for x in v)]
-    omits = [v for v in orders if len(v) < n]
-    reorders = [v for v in orders if len(v) == n]
-    if len(reorders) == 2 or len(omits) == 2:
-        return None
-    base: list[int] = [int(x) for x in reorders[0]] if reorders else list(range(n))
-    if omits:
-        keep = {int(x) for x in omits[0]}
-        base = [x for x in base if x in keep]
-    return [subs.get(x, x) for x in base]
+            texts.add(text)
+            alien = any(
+                x.kind == "foreign_step"
+                or (x.kind == "extra" and x.step is not None and x.step.category == "install")
+                for x in applied
+            )
+            found = WrongPlan("+".join(x.kind for x in applied), text, alien)
+            count, first, last = _shape(plan, variant)
+            if (first, last) != shape[1:]:
+                broken.append(found._replace(keeps_shape=False))  # clone not first or no final run: a tell
+            else:
+                family[max(-1, min(1, count - n))].append(found)
+        rounds = [family[0], family[-1], family[1]]
+        members: list[WrongPlan] = []
+        while any(rounds):
+            for group in rounds:
+                if group:
+                    members.append(group.pop(0))
+        families.append(members)
+        if sum(map(len, families)) >= limit:
+            break
+    # the first family leads (the options shown come from one anchor: the gold is then no medoid), the
+    # others follow in turn, so the reserve holds options of every anchor (further apart from each other)
+    out = families[0][:HEAD] if families else []
+    rest = [f[HEAD:] if i == 0 else f for i, f in enumerate(families)]
+    while any(rest):
+        for f in rest:
+            if f:
+                out.append(f.pop(0))
+    out += broken
+    return out[:limit]

@@ -9,6 +9,8 @@ merged, repeated descriptions dropped), each remembering the run steps it stands
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from itertools import pairwise
 from typing import NamedTuple
 
 from extractors.shell.commands import (
@@ -38,15 +40,79 @@ class Command(NamedTuple):
     """`agent` or `replayed_gold`."""
 
 
+_OPENS = {"for", "while", "until", "if", "case", "select"}
+_CLOSES = {"done", "fi", "esac"}
+_KEYWORDS = _OPENS | _CLOSES | {"do", "then", "else", "elif", "in"}
+_INLINE_COMMENT = re.compile(r"\s+#(?![!\w/.-]*[\w/]=).*$")
+
+
+def shell_lines(script: str) -> list[str]:
+    """A shell cell as its logical command lines: comments dropped (whole-line and trailing ` # ...`),
+    backslash continuations joined, and a `for`/`while`/`if`/`case` block kept whole as one line
+    (its parts joined by `; `, as a one-line loop is written)."""
+    out: list[str] = []
+    block: list[str] = []
+    depth = 0
+    pending = ""
+    for raw in script.split("\n"):
+        line = (pending + " " + raw.strip()).strip() if pending else raw.strip()
+        pending = ""
+        if line.endswith("\\"):
+            pending = line[:-1].rstrip()
+            continue
+        if not line or line.startswith("#"):
+            continue
+        line = _INLINE_COMMENT.sub("", line).strip()
+        tokens = re.findall(r"[\w-]+|;", line)
+        starts = [t for a, t in pairwise([";", *tokens]) if a == ";"]  # the first word of each command
+        opens = sum(t in _OPENS for t in starts)
+        closes = sum(t in _CLOSES for t in starts)
+        if depth or opens:
+            block.append(line.rstrip(";"))
+            depth += opens - closes
+            if depth <= 0:
+                out.append(_join(block))
+                block, depth = [], 0
+            continue
+        out.append(line)
+    if block:
+        out.append(_join(block))
+    return out
+
+
+def _join(lines: list[str]) -> str:
+    text = lines[0]
+    for line in lines[1:]:
+        text += " " + line if re.search(r"(?:^|\s)(?:do|then|else)$", text) else "; " + line
+    return text
+
+
+def block_commands(line: str) -> list[str]:
+    """The commands inside a one-line `for`/`while`/`if` block (keywords and loop headers dropped);
+    `[line]` when it is no block."""
+    first = re.match(r"[\w-]+", line)
+    if not first or first.group(0) not in _OPENS:
+        return [line]
+    out = []
+    for part in re.split(r"\s*;\s*", line):
+        part = re.sub(r"^(?:(?:do|then|else)\s+)+", "", part).strip()
+        head = re.match(r"[\w-]+", part)
+        word = head.group(0) if head else ""
+        if word in _OPENS or word in _CLOSES or word in {"in", "elif"}:
+            continue  # loop headers and conditions are no setup steps
+        if part and part not in _KEYWORDS:
+            out.append(part)
+    return out
+
+
 def commands(run: EnvSetupRun) -> list[Command]:
-    """Every shell command of the run in order (multi-command cells split into lines)."""
+    """Every shell command of the run in order (multi-command cells split into logical lines)."""
     out = []
     for s in run.steps:
         if s.kind != "shell":
             continue
-        for line in s.command.split("\n"):
-            if line.strip() and not line.lstrip().startswith("#"):
-                out.append(Command(s.i, line.strip(), s.failed, s.origin))
+        for line in shell_lines(s.command):
+            out.append(Command(s.i, line, s.failed, s.origin))
     return out
 
 
@@ -72,6 +138,99 @@ def target_drop(cmd: Command, executed: set[str], multi: bool) -> str | None:
     if re.search(r"\s{2,}", text) and ("'" in text or '"' in text):
         return "irregular_spacing"
     return None
+
+
+#: Words a command may hold that no plan step spells out: programs, subcommands, URL parts, common flags.
+_COMMAND_WORDS = frozenset(
+    [
+        "python",
+        "python3",
+        "pip",
+        "pip3",
+        "uv",
+        "install",
+        "git",
+        "clone",
+        "cd",
+        "bash",
+        "sh",
+        "source",
+        "conda",
+        "mamba",
+        "apt",
+        "apt-get",
+        "npm",
+        "yarn",
+        "https",
+        "http",
+        "github",
+        "com",
+        "www",
+        "mkdir",
+        "unzip",
+        "tar",
+        "wget",
+        "curl",
+        "export",
+        "sudo",
+        "env",
+        "run",
+        "m",
+        "y",
+        "q",
+        "U",
+        "e",
+        "r",
+        "p",
+        "f",
+        "o",
+        "upgrade",
+        "quiet",
+        "qq",
+        "no",
+        "cache",
+        "dir",
+        "force",
+        "reinstall",
+        "user",
+        "editable",
+        "requirement",
+        "requirements",
+        "txt",
+        "checkout",
+        "rf",
+        "xzf",
+        "xvf",
+        "zxvf",
+        "mv",
+        "cp",
+        "rm",
+        "ln",
+        "s",
+        "chmod",
+        "x",
+    ]
+)
+_WORD = re.compile(r"[A-Za-z0-9][\w.+-]*")
+
+
+def determined(target: str, step: str, history: Sequence[str]) -> bool:
+    """Does the plan step (with the commands run before) spell out every word of `target`?
+
+    Each word of the command must appear in the step's description or in an earlier command, or be a
+    program, subcommand, URL part or common flag; an argument neither shows (`--epochs 3`, a file
+    name the plan never names) cannot be predicted from the item, so the target is no gold.
+    """
+    known = (step + "\n" + "\n".join(history)).casefold()
+    for word in _WORD.findall(target):
+        w = word.casefold().strip(".-")
+        if not w or w in _COMMAND_WORDS or w in known:
+            continue
+        parts = [p for p in re.split(r"[./=_-]", w) if p]
+        if parts and all(p in known or p in _COMMAND_WORDS or (p.isdigit() and len(p) < 2) for p in parts):
+            continue
+        return False
+    return True
 
 
 def normalise_target(text: str) -> str:
@@ -139,7 +298,14 @@ def _category(text: str) -> str:
         return "deps"
     if head in {"conda", "apt-get", "apt", "mamba"} and sub == "install":
         return "install"
-    if "test" in text.split(" && ")[-1] or head in {"pytest", "tox"} or text in {"runtest", "poetryruntest"}:
+    last = words(text.split(" && ")[-1])
+    if (
+        head in {"pytest", "tox", "nox"}
+        or text in {"runtest", "poetryruntest"}
+        or {"pytest", "unittest"} & set(last[:3])
+        or (len(last) > 1 and last[1] in {"test", "tests"})  # npm test, make test, go test, cargo test
+        or any(re.fullmatch(r"(?:[\w.-]*/)?(?:run_)?tests?(?:_[\w-]+)?\.(?:py|sh)", t) for t in last[:3])
+    ):
         return "test"
     if head == "sed" and "-i" in tokens:
         return "edit"
@@ -162,9 +328,8 @@ def plan_steps(run: EnvSetupRun) -> list[PlanStep]:
         if s.kind == "edit" and s.edit is not None:
             raw.append(_edit_step(s.edit.path, s.i))
         elif s.kind == "shell":
-            for line in s.command.split("\n"):
-                line = line.strip()
-                if not line or line.startswith("#") or is_read_only(line) or has_placeholder(line):
+            for line in (c for logical in shell_lines(s.command) for c in block_commands(logical)):
+                if is_read_only(line) or has_placeholder(line):
                     continue
                 cat = _category(line)
                 pkgs = tuple(packages(words(line)[2:])) if cat == "install" else ()

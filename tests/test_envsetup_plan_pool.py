@@ -21,7 +21,7 @@ import pytest
 from extractors.base import ExtractOptions, Origin
 from extractors.discovery import discover_readers
 from extractors.ingest.bundles import find_run_inputs
-from extractors.readers.envsetup.common import make_step, run_of, to_trajectory, verdict
+from extractors.readers.envsetup.common import make_step, to_trajectory, verdict
 from extractors.swe_env_setup import SweEnvSetup
 from extractors.swe_env_setup.errors import error_pairs
 from extractors.swe_env_setup.plan import plan_distractors, required_steps
@@ -30,7 +30,7 @@ from extractors.swe_env_setup.steps import PlanStep, block_commands, determined,
 from flows import stages
 from generators.offline import OfflineGenerator
 from schemas import GoldStep, Problem, Trajectory
-from schemas.envsetup import Doc, EnvSetupRun, RunContext, SourceRef, TargetRepo
+from schemas.envsetup import Doc, EnvSetupRun, RunContext, SourceRef, TargetRepo, run_of
 
 OPTS = ExtractOptions(
     max_items_per_trajectory=50, max_context_tokens=4000, max_observation_chars=2000, seed=7
@@ -139,7 +139,7 @@ def _accuracy(items: list[tuple[list[str], int]]) -> dict[str, float]:
 def _plan_inputs(
     traj: Trajectory, library_installs: list[PlanStep]
 ) -> tuple[list[PlanStep], dict[int, int], str]:
-    run = run_of(traj)
+    run = run_of(traj.meta)
     plan = plan_steps(run)
     gold = clean_plan(plan)
     required = remap_required(plan, gold, required_steps(plan, error_pairs(run)))
@@ -148,7 +148,7 @@ def _plan_inputs(
 
 
 def _foreign(traj: Trajectory) -> list[PlanStep]:
-    return [s for t in RUNS if t is not traj for s in plan_steps(run_of(t)) if s.category == "install"]
+    return [s for t in RUNS if t is not traj for s in plan_steps(run_of(t.meta)) if s.category == "install"]
 
 
 def test_block_moves_plant_a_step_order_shortcut_that_the_pool_of_several_kinds_removes():
@@ -163,7 +163,7 @@ def test_block_moves_plant_a_step_order_shortcut_that_the_pool_of_several_kinds_
             gold_plan,
             required,
             files,
-            run_of(traj).target_repo.url.rsplit("/", 1)[-1],
+            run_of(traj.meta).target_repo.url.rsplit("/", 1)[-1],
             _foreign(traj),
             random.Random(1),
         )

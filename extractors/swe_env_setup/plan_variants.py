@@ -175,17 +175,9 @@ def _package_edits(
     return out
 
 
-def plan_edits(
-    plan: Sequence[PlanStep],
-    required: dict[int, int],
-    files_text: str,
-    repo_dir: str,
-    foreign: Sequence[PlanStep],
-    rng: random.Random,
-) -> list[PlanEdit]:
-    """Every single edit of the kinds above that the plan and the repository's texts allow."""
+def _order_edits(plan: Sequence[PlanStep], required: dict[int, int]) -> list[PlanEdit]:
+    """`omit`, `reorder` and `late` of the required inner steps (never the clone, a `cd` or the final run)."""
     n = len(plan)
-    final = _final_run(plan)
     out: list[PlanEdit] = []
     for k, user in sorted(required.items()):
         if not 0 < k < n - 1 or plan[k].category == "cd":
@@ -195,52 +187,47 @@ def plan_edits(
             out.append(PlanEdit("reorder", k, after=user))
         elif user == n - 1 and k < user:
             out.append(PlanEdit("late", k, after=user))
+    return out
+
+
+def _others(names: list[str], path: str, used: set[str]) -> list[str]:
+    """Shown files of `path`'s type that the plan never names (never a setup or package file)."""
+    ext = "." + path.rsplit(".", 1)[-1]
+    return [f for f in names if _base(f) not in used | _NOT_ENTRIES and f.endswith(ext)]
+
+
+def _path_edits(
+    plan: Sequence[PlanStep], required: dict[int, int], files_text: str, repo_dir: str, rng: random.Random
+) -> list[PlanEdit]:
+    """`wrong_entry`, `wrong_edit` and `wrong_deps`: a path of the plan swapped for another one shown."""
+    final = _final_run(plan)
     scripts = _names(files_text, _SCRIPT, repo_dir)
-    files = _names(files_text, _FILE, repo_dir)
+    files = [f for f in _names(files_text, _FILE, repo_dir) if not _REQS.fullmatch(_base(f))]
     reqs = _names(files_text, _REQS, repo_dir)
     used = {_base(m.group(0)) for s in plan for m in _FILE.finditer(s.text)}
+    out: list[PlanEdit] = []
     for k, s in enumerate(plan):
-        if s.category in {"run", "test"}:
-            mine = _SCRIPT.search(s.text)
-            if not mine:
-                continue
-            ext = mine.group(0).rsplit(".", 1)[-1]
-            others = [
-                f for f in scripts if _base(f) not in used | _NOT_ENTRIES and f.endswith("." + ext)
-            ]  # another script of the same language, never a setup or package file
-            rng.shuffle(others)
-            for f in others[:4]:
-                if (new := _swap_path(s, mine.group(0), f, repo_dir)) is not None:
-                    out.append(PlanEdit("wrong_entry", k, new, wrong=k == final))
-        elif s.category == "edit":
-            mine = _FILE.search(s.text)
-            if not mine:
-                continue
-            ext = mine.group(0).rsplit(".", 1)[-1]
-            others = [
-                f
-                for f in files
-                if _base(f) not in used | _NOT_ENTRIES
-                and f.endswith("." + ext)
-                and not _REQS.fullmatch(_base(f))
-            ]  # another file of the same type
-            rng.shuffle(others)
-            for f in others[:3]:
-                if (new := _swap_path(s, mine.group(0), f, repo_dir)) is not None:
-                    out.append(PlanEdit("wrong_edit", k, new, wrong=k in required))
+        if s.category in {"run", "test"} and (mine := _SCRIPT.search(s.text)):
+            kind, pool, wrong, count = "wrong_entry", _others(scripts, mine.group(0), used), k == final, 4
+        elif s.category == "edit" and (mine := _FILE.search(s.text)):
+            kind, pool, wrong, count = "wrong_edit", _others(files, mine.group(0), used), k in required, 3
         elif s.category == "deps" and (mine := _REQS.search(s.text)):
-            others = [f for f in reqs if _base(f) != _base(mine.group(0))]
-            for f in others[:2]:
-                if (new := _swap_path(s, mine.group(0), f, repo_dir)) is not None:
-                    out.append(PlanEdit("wrong_deps", k, new, wrong=k in required))
-    versions: dict[str, list[str]] = {}
-    for f in foreign:
-        for p in f.packages:
-            if (m := _PIN.match(p)) and m.group(2) == "==":
-                versions.setdefault(m.group(1).lower(), []).append(m.group(3))
-    for k, s in enumerate(plan):
-        if s.category == "install" and s.packages:
-            out += _package_edits(k, s, {a: sorted(set(v)) for a, v in versions.items()}, k in required, rng)
+            pool = [f for f in reqs if _base(f) != _base(mine.group(0))]
+            kind, wrong, count = "wrong_deps", k in required, 2
+        else:
+            continue
+        rng.shuffle(pool)
+        for f in pool[:count]:
+            if (new := _swap_path(s, mine.group(0), f, repo_dir)) is not None:
+                out.append(PlanEdit(kind, k, new, wrong=wrong))
+    return out
+
+
+def _alien_installs(
+    plan: Sequence[PlanStep], foreign: Sequence[PlanStep], files_text: str, rng: random.Random
+) -> list[PlanStep]:
+    """Other repositories' install steps sharing no package with the plan, the same framework first
+    (a package this repository's texts name)."""
     own_text = " ".join(s.text for s in plan)
     own_pkgs = {p.split("=")[0].lower() for s in plan for p in s.packages}
     alien = [
@@ -252,22 +239,45 @@ def plan_edits(
     ]
     rng.shuffle(alien)
     low = files_text.lower()
-    # the same framework first: a foreign install naming a package this repository's texts name
     alien.sort(key=lambda f: not any(re.search(rf"\b{re.escape(p.lower())}\b", low) for p in f.packages))
-    installs = [k for k, s in enumerate(plan) if s.category in {"install", "deps"}]
-    installs.sort(key=lambda k: k not in required)
-    for k in installs[:3]:
-        for f in alien[:3]:
-            out.append(PlanEdit("foreign_step", k, f, wrong=k in required))
+    return alien
+
+
+def plan_edits(
+    plan: Sequence[PlanStep],
+    required: dict[int, int],
+    files_text: str,
+    repo_dir: str,
+    foreign: Sequence[PlanStep],
+    rng: random.Random,
+) -> list[PlanEdit]:
+    """Every single edit of the kinds above that the plan and the repository's texts allow."""
+    out = _order_edits(plan, required) + _path_edits(plan, required, files_text, repo_dir, rng)
+    versions: dict[str, set[str]] = {}
+    for f in foreign:
+        for p in f.packages:
+            if (m := _PIN.match(p)) and m.group(2) == "==":
+                versions.setdefault(m.group(1).lower(), set()).add(m.group(3))
+    seen = {a: sorted(v) for a, v in versions.items()}
+    for k, s in enumerate(plan):
+        if s.category == "install" and s.packages:
+            out += _package_edits(k, s, seen, k in required, rng)
+    alien = _alien_installs(plan, foreign, files_text, rng)
+    installs = sorted(
+        (k for k, s in enumerate(plan) if s.category in {"install", "deps"}), key=lambda k: k not in required
+    )
+    out += [PlanEdit("foreign_step", k, f, wrong=k in required) for k in installs[:3] for f in alien[:3]]
+    final = _final_run(plan)
     if final > 0:
-        for f in alien[3:5]:
-            out.append(PlanEdit("extra", final, f, wrong=False))
-        extra_files = [
-            f for f in files if _base(f) not in used and f.endswith((".py", ".sh", ".yaml", ".cfg"))
+        out += [PlanEdit("extra", final, f, wrong=False) for f in alien[3:5]]
+        used = {_base(m.group(0)) for s in plan for m in _FILE.finditer(s.text)}
+        shown = [
+            f
+            for f in _names(files_text, _FILE, repo_dir)
+            if _base(f) not in used and f.endswith((".py", ".sh", ".yaml", ".cfg"))
         ]
-        rng.shuffle(extra_files)
-        for f in extra_files[:2]:
-            out.append(PlanEdit("extra", final, PlanStep(f"Edit {f}", "edit", ()), wrong=False))
+        rng.shuffle(shown)
+        out += [PlanEdit("extra", final, PlanStep(f"Edit {f}", "edit", ()), wrong=False) for f in shown[:2]]
     return out
 
 
@@ -310,6 +320,73 @@ class WrongPlan(NamedTuple):
     """It starts and ends with the gold's kinds of step (the clone first, the final run last)."""
 
 
+def _option(
+    plan: Sequence[PlanStep],
+    required: dict[int, int],
+    applied: list[PlanEdit],
+    gold: str,
+    texts: set[str],
+) -> tuple[str, list[int | PlanStep]] | None:
+    """The text and steps of `applied` when they give a new checked-wrong option far enough from the gold."""
+    variant = apply_edits(plan, applied)
+    if variant is None:
+        return None
+    anchor = applied[0]
+    ints = [x for x in variant if isinstance(x, int)]
+    if not (anchor.step is not None and anchor.wrong) and not is_wrong(ints, required):
+        return None
+    text = render_plan([plan[x] if isinstance(x, int) else x for x in variant], star=True)
+    if text in texts or similarity(text, gold, MAX_SIMILARITY) >= MAX_SIMILARITY:
+        return None
+    return text, variant
+
+
+def _family(
+    plan: Sequence[PlanStep],
+    required: dict[int, int],
+    anchor: PlanEdit,
+    edits: list[PlanEdit],
+    texts: set[str],
+    rng: random.Random,
+) -> tuple[list[WrongPlan], list[WrongPlan]]:
+    """The options of one anchor (step counts alternating: the gold's, one fewer, one more), and those
+    that break the gold's shape."""
+    gold = render_plan(list(plan), star=True)
+    shape = _shape(plan, list(range(len(plan))))
+    groups: dict[int, list[WrongPlan]] = {-1: [], 0: [], 1: []}
+    broken: list[WrongPlan] = []
+    own = [e for e in edits if e is not anchor and (e.kind == "extra" or e.at != anchor.at)]
+    rng.shuffle(own)
+    for e in own:
+        # a second own edit when one leaves the option too close to the gold (a word changed)
+        seconds = [x for x in own if x.at != e.at and x is not e][:3]
+        tries = ([anchor, e] if s is None else [anchor, e, s] for s in (None, *seconds))
+        made = next(((a, r) for a in tries if (r := _option(plan, required, a, gold, texts))), None)
+        if made is None:
+            continue
+        applied, (text, variant) = made
+        texts.add(text)
+        alien = any(
+            x.kind == "foreign_step"
+            or (x.kind == "extra" and x.step is not None and x.step.category == "install")
+            for x in applied
+        )
+        found = WrongPlan("+".join(x.kind for x in applied), text, alien)
+        count, first, last = _shape(plan, variant)
+        if (first, last) != shape[1:]:
+            broken.append(found._replace(keeps_shape=False))  # clone not first or no final run: a tell
+        else:
+            groups[max(-1, min(1, count - shape[0]))].append(found)
+    return _interleave([groups[0], groups[-1], groups[1]]), broken
+
+
+def _interleave(lists: list[list[WrongPlan]]) -> list[WrongPlan]:
+    out: list[WrongPlan] = []
+    for k in range(max(map(len, lists), default=0)):
+        out += [x[k] for x in lists if k < len(x)]
+    return out
+
+
 def wrong_plans(
     plan: Sequence[PlanStep],
     required: dict[int, int],
@@ -321,77 +398,29 @@ def wrong_plans(
 ) -> list[WrongPlan]:
     """Checked-wrong plans, family by family (see the module docstring), shape-keeping families first.
 
-    Within a family, own edits alternate between ones that drop a step, keep the count and add one,
-    so the first options shown already mix step counts around the gold's.
+    The first family leads (the options shown come from one anchor: the gold is then no medoid), the
+    others follow in turn, so the reserve holds options of every anchor; options that break the gold's
+    shape come last.
     """
     gold = render_plan(list(plan), star=True)
-    n = len(plan)
     edits = plan_edits(plan, required, files_text, repo_dir, foreign, rng)
     anchors = [e for e in edits if e.wrong and e.kind != "extra"]
     rank = {k: i for i, k in enumerate((*SHAPE_KEEPING, "omit", "reorder", "late"))}
     rng.shuffle(anchors)
     anchors.sort(key=lambda e: rank[e.kind])
-    picked_anchors: list[PlanEdit] = []
-    for e in anchors:  # one anchor per kind and step first: families then differ
-        if all((a.kind, a.at) != (e.kind, e.at) for a in picked_anchors):
-            picked_anchors.append(e)
-        if len(picked_anchors) == MAX_ANCHORS:
-            break
+    picked: list[PlanEdit] = []
+    for e in anchors:  # one anchor per kind and step: families then differ
+        if all((a.kind, a.at) != (e.kind, e.at) for a in picked) and len(picked) < MAX_ANCHORS:
+            picked.append(e)
     texts = {gold}
     families: list[list[WrongPlan]] = []
     broken: list[WrongPlan] = []
-    shape = _shape(plan, list(range(n)))
-    for anchor in picked_anchors:
-        family: dict[int, list[WrongPlan]] = {-1: [], 0: [], 1: []}
-        own = [e for e in edits if e is not anchor and (e.kind == "extra" or e.at != anchor.at)]
-        rng.shuffle(own)
-        for e in own:
-            text, variant, applied = "", None, [anchor, e]
-            # a second own edit when one leaves the option too close to the gold (a word changed)
-            seconds = [x for x in own if x.at != e.at and x is not e][:3]
-            for second in (None, *seconds):
-                applied = [anchor, e] if second is None else [anchor, e, second]
-                variant = apply_edits(plan, applied)
-                if variant is None:
-                    continue
-                ints = [x for x in variant if isinstance(x, int)]
-                if not (anchor.step is not None and anchor.wrong) and not is_wrong(ints, required):
-                    variant = None
-                    continue
-                text = render_plan([plan[x] if isinstance(x, int) else x for x in variant], star=True)
-                if text not in texts and similarity(text, gold, MAX_SIMILARITY) < MAX_SIMILARITY:
-                    break
-                variant = None
-            if variant is None:
-                continue
-            texts.add(text)
-            alien = any(
-                x.kind == "foreign_step"
-                or (x.kind == "extra" and x.step is not None and x.step.category == "install")
-                for x in applied
-            )
-            found = WrongPlan("+".join(x.kind for x in applied), text, alien)
-            count, first, last = _shape(plan, variant)
-            if (first, last) != shape[1:]:
-                broken.append(found._replace(keeps_shape=False))  # clone not first or no final run: a tell
-            else:
-                family[max(-1, min(1, count - n))].append(found)
-        rounds = [family[0], family[-1], family[1]]
-        members: list[WrongPlan] = []
-        while any(rounds):
-            for group in rounds:
-                if group:
-                    members.append(group.pop(0))
+    for anchor in picked:
+        members, bad = _family(plan, required, anchor, edits, texts, rng)
         families.append(members)
+        broken += bad
         if sum(map(len, families)) >= limit:
             break
-    # the first family leads (the options shown come from one anchor: the gold is then no medoid), the
-    # others follow in turn, so the reserve holds options of every anchor (further apart from each other)
-    out = families[0][:HEAD] if families else []
+    head = families[0][:HEAD] if families else []
     rest = [f[HEAD:] if i == 0 else f for i, f in enumerate(families)]
-    while any(rest):
-        for f in rest:
-            if f:
-                out.append(f.pop(0))
-    out += broken
-    return out[:limit]
+    return [*head, *_interleave(rest), *broken][:limit]

@@ -331,9 +331,8 @@ def _option(
     variant = apply_edits(plan, applied)
     if variant is None:
         return None
-    anchor = applied[0]
     ints = [x for x in variant if isinstance(x, int)]
-    if not (anchor.step is not None and anchor.wrong) and not is_wrong(ints, required):
+    if not any(e.step is not None and e.wrong for e in applied) and not is_wrong(ints, required):
         return None
     text = render_plan([plan[x] if isinstance(x, int) else x for x in variant], star=True)
     if text in texts or similarity(text, gold, MAX_SIMILARITY) >= MAX_SIMILARITY:
@@ -344,23 +343,24 @@ def _option(
 def _family(
     plan: Sequence[PlanStep],
     required: dict[int, int],
-    anchor: PlanEdit,
+    anchor: list[PlanEdit],
     edits: list[PlanEdit],
     texts: set[str],
     rng: random.Random,
 ) -> tuple[list[WrongPlan], list[WrongPlan]]:
-    """The options of one anchor (step counts alternating: the gold's, one fewer, one more), and those
-    that break the gold's shape."""
+    """The options of one anchor (one edit or two) with one own edit each (step counts alternating: the
+    gold's, one fewer, one more), and those that break the gold's shape."""
     gold = render_plan(list(plan), star=True)
     shape = _shape(plan, list(range(len(plan))))
     groups: dict[int, list[WrongPlan]] = {-1: [], 0: [], 1: []}
     broken: list[WrongPlan] = []
-    own = [e for e in edits if e is not anchor and (e.kind == "extra" or e.at != anchor.at)]
+    at = {a.at for a in anchor if a.kind != "extra"}
+    own = [e for e in edits if e not in anchor and (e.kind == "extra" or e.at not in at)]
     rng.shuffle(own)
     for e in own:
         # a second own edit when one leaves the option too close to the gold (a word changed)
         seconds = [x for x in own if x.at != e.at and x is not e][:3]
-        tries = ([anchor, e] if s is None else [anchor, e, s] for s in (None, *seconds))
+        tries = ([*anchor, e] if s is None else [*anchor, e, s] for s in (None, *seconds))
         made = next(((a, r) for a in tries if (r := _option(plan, required, a, gold, texts))), None)
         if made is None:
             continue
@@ -415,8 +415,15 @@ def wrong_plans(
     texts = {gold}
     families: list[list[WrongPlan]] = []
     broken: list[WrongPlan] = []
+    big = [e for e in edits if e.kind in {"omit", "foreign_step", "extra"}]
     for anchor in picked:
-        members, bad = _family(plan, required, anchor, edits, texts, rng)
+        # the anchor alone, then with a second whole-step edit: options two edits from the gold and one
+        # from each other, so the gold is neither the medoid nor the outlier of the options shown
+        second = next((b for b in big if b.at != anchor.at and b is not anchor), None)
+        members, bad = _family(plan, required, [anchor], edits, texts, rng)
+        if second is not None:
+            more, worse = _family(plan, required, [anchor, second], edits, texts, rng)
+            members, bad = _interleave([members, more]), bad + worse
         families.append(members)
         broken += bad
         if sum(map(len, families)) >= limit:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from schemas import content_id
+from schemas import TaskLimits, content_id
 
 
 class _Config(BaseModel):
@@ -41,17 +41,12 @@ class ReportConfig(_Config):
     by its folder tree and name (`extractors.labels.runs`); an ambiguous one is an error."""
 
 
-class TaskConfig(_Config):
-    """Knobs of one task."""
+class TaskConfig(TaskLimits):
+    """Knobs of one task: whether it is built, and the limits (`schemas.TaskLimits`) it sets over the
+    defaults its scenario's TaskSpec declares (only the fields a config names override them)."""
 
     enabled: bool = True
     """Build this task."""
-    max_items_per_trajectory: int = Field(3, ge=1)
-    """At most this many items per trajectory (seeded choice among eligible steps)."""
-    max_context_tokens: int = Field(16000, ge=256)
-    """Context budget in tokens (characters / 4)."""
-    max_observation_chars: int = Field(4000, ge=64)
-    """Observations longer than this are truncated (head and tail kept)."""
 
 
 class PriceConfig(_Config):

@@ -30,9 +30,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from extractors._balance import balanced_head
 from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, unknown_task
 from extractors.shell.commands import describe, has_placeholder, is_read_only
+from extractors.swe_env_setup.balance import balanced_head
 from extractors.swe_env_setup.errors import (
     MAX_LINE_CHARS,
     ErrorPair,

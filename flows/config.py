@@ -354,8 +354,9 @@ class BuildConfig(_Config):
     schedule: ScheduleConfig | None = None
     """Rebuild schedule served by `aptforge serve` (none: not scheduled)."""
     quality: QualityConfig = QualityConfig()
-    adversarial: AdversarialConfig = AdversarialConfig()
     """Baseline bounds and overrides (a flagged task is refused at publish unless overridden)."""
+    adversarial: AdversarialConfig = AdversarialConfig()
+    """Adversarial filtering of distractors the baselines can separate from the gold."""
     review: ReviewConfig = ReviewConfig()
     """Human review queue."""
     privacy: PrivacyConfig = PrivacyConfig()

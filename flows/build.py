@@ -62,6 +62,10 @@ def build(config: BuildConfig) -> BuildReport:
     timer = Timer()
     scenario = resolve_scenario(config)
     clean_outputs(config)
+    if config.generator.name != "offline" or config.judge.generator:
+        from flows.settings import prewarm_llm
+
+        prewarm_llm(config)  # the SDK imports while the stages before generation run
     inputs = plan_inputs(config, scenario)
     previous = reusable_report(config, inputs.build_key)
     if previous is not None:  # nothing changed since the last build of this version: nothing to do

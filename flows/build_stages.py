@@ -403,6 +403,9 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
         shared = generator if config.limits.task_runner == "threads" else None
         generator_task = _cached(generate_shard, config)
         try:
+            # Every task's shards are submitted before any is awaited: the generator's one request pool
+            # stays full across shard and task boundaries (a re-ask at a task's end overlaps the next).
+            submitted = []
             for name, spec in scenario.specs.items():
                 task_golds = [g for g in golds if g.task == name]
                 pool = stages.pool_of(task_golds)
@@ -415,6 +418,8 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
                     generator_task.submit(config, s, pool, spec.n_options, shared, key)
                     for s, key in zip(shards, keys, strict=True)
                 ]
+                submitted.append((name, keys, futures))
+            for name, keys, futures in submitted:
                 posed = _gather(futures, f"generate {name}", progress_mod.current())
                 for key, (qs, ps) in zip(keys, posed, strict=True):
                     questions += qs

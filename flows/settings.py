@@ -14,6 +14,8 @@ configured prices and budget, and the limiter.
 
 from __future__ import annotations
 
+import importlib
+import threading
 from typing import Any, NamedTuple
 
 from pydantic import Field, SecretStr
@@ -178,6 +180,45 @@ def llm_parts(
             client, store, ledger, Limiter(gen.max_concurrency, gen.rpm, gen.tpm), secrets=[key]
         )
     return LLMParts(runner, ledger, store, prompts, model, structured, provider)
+
+
+_LLM_MODULES = (
+    "generators.llm.batch",
+    "generators.llm.clients",
+    "generators.llm.engine",
+    "generators.llm.prompting",
+    "generators.llm.store",
+    "generators.llm.openai_gen",
+    "generators.llm.anthropic_gen",
+    "generators.llm.openai_compatible",
+)
+
+
+def prewarm_llm(config: BuildConfig) -> threading.Thread | None:
+    """Import the SDK and LLM modules `config` will use on a daemon thread, while the stages before
+    generation run: the generate stage then starts sending at once instead of after a second or
+    more of imports. None when no LLM generator or judge is configured."""
+    names = {config.generator.name, config.judge.generator or ""} & set(LLM_GENERATORS)
+    if not names:
+        return None
+    sdks = (
+        ["anthropic"]
+        if names == {"anthropic"}
+        else ["openai", "anthropic"]
+        if "anthropic" in names
+        else ["openai"]
+    )
+
+    def load() -> None:
+        for module in (*sdks, *_LLM_MODULES):
+            try:
+                importlib.import_module(module)
+            except Exception:  # a failing import is raised where the module is used
+                continue
+
+    thread = threading.Thread(target=load, name="aptforge-llm-prewarm", daemon=True)
+    thread.start()
+    return thread
 
 
 def make_llm_generator(config: BuildConfig, settings: Settings | None = None) -> Any:

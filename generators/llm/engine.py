@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
+import itertools
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -161,6 +163,52 @@ class LLMClient(Protocol):
         ...
 
 
+class OrderedSlots:
+    """At most `n` holders at once; waiters are let in lowest `(rank, arrival)` first.
+
+    With one rank per `LLMEngine.run()` call (a shard), the shard that started first gets every free
+    slot before later ones (its re-asks too), so shards finish one after another instead of all at
+    once: while a finished shard's thread prepares the next one, the others keep the pool full.
+    """
+
+    def __init__(self, n: int) -> None:
+        self._free = n
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    async def acquire(self, rank: int = 0) -> None:
+        """Wait for a slot."""
+        if self._free > 0:  # (only ever so with no one waiting: a release hands a slot to a waiter first)
+            self._free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (rank, next(self._arrivals), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # granted as it was cancelled: hand the slot on
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first waiter by `(rank, arrival)`, else to the free count."""
+        while self._waiters:
+            future = heapq.heappop(self._waiters)[2]
+            if not future.done():  # skip waiters cancelled while queued
+                future.set_result(None)
+                return
+        self._free += 1
+
+    @asynccontextmanager
+    async def held(self, rank: int = 0) -> AsyncIterator[None]:
+        """Hold one slot for the block."""
+        await self.acquire(rank)
+        try:
+            yield
+        finally:
+            self.release()
+
+
 class Limiter:
     """Per-provider limits: requests in flight, requests per minute, tokens per minute."""
 
@@ -169,18 +217,18 @@ class Limiter:
     ) -> None:
         """Limits; `rpm` and `tpm` are leaky buckets of that capacity refilled over `period` seconds."""
         self.max_concurrency, self.rpm, self.tpm, self.period = max_concurrency, rpm, tpm, period
-        self._sem: asyncio.Semaphore | None = None
+        self._sem: OrderedSlots | None = None
         self._rpm: AsyncLimiter | None = None
         self._tpm: AsyncLimiter | None = None
 
     @asynccontextmanager
-    async def slot(self, tokens: int) -> AsyncIterator[None]:
-        """Hold one concurrency slot, after the rate limiters let the request go."""
+    async def slot(self, tokens: int, rank: int = 0) -> AsyncIterator[None]:
+        """Hold one concurrency slot (lower `rank` first), after the rate limiters let the request go."""
         if self._sem is None:  # built on first use, inside the engine's loop
-            self._sem = asyncio.Semaphore(self.max_concurrency)
+            self._sem = OrderedSlots(self.max_concurrency)
             self._rpm = AsyncLimiter(self.rpm, self.period) if self.rpm else None
             self._tpm = AsyncLimiter(self.tpm, self.period) if self.tpm else None
-        async with self._sem:
+        async with self._sem.held(rank):
             if self._rpm is not None:
                 await self._rpm.acquire()
             if self._tpm is not None and self.tpm:
@@ -273,6 +321,7 @@ class LLMEngine:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._budget_changed: asyncio.Event | None = None  # set when a reservation settles or is released
+        self._runs = itertools.count()  # one rank per run() call: earlier shards are served first
 
     def redact(self, text: str) -> str:
         """`text` with every known secret replaced by `***`."""
@@ -299,10 +348,11 @@ class LLMEngine:
         return asyncio.run_coroutine_threadsafe(self.arun(jobs), loop).result()
 
     async def arun(self, jobs: Sequence[Job]) -> list[Outcome]:
-        """Run jobs concurrently on the current loop."""
-        return list(await asyncio.gather(*(self._job(job) for job in jobs)))
+        """Run jobs concurrently on the current loop (their requests before those of later calls)."""
+        rank = next(self._runs)
+        return list(await asyncio.gather(*(self._job(job, rank) for job in jobs)))
 
-    async def _job(self, job: Job) -> Outcome:
+    async def _job(self, job: Job, rank: int = 0) -> Outcome:
         acc = Tally()
         failure: LLMFailure | None = None
         model = ""
@@ -320,7 +370,7 @@ class LLMEngine:
                     if attempt.retry_state.attempt_number > 1:
                         self.ledger.count(job.task, model, "retries")
                     try:
-                        reply = await self._call(job.task, request, acc)
+                        reply = await self._call(job.task, request, acc, rank)
                         value = accept_reply(job, request, reply, self.ledger)
                     except InvalidOutput as exc:
                         failure = exc
@@ -342,7 +392,7 @@ class LLMEngine:
             self.ledger.count(job.task, model, "failures")
             return acc.outcome(None, "llm_error", self.redact(f"{type(exc).__name__}: {exc}"))
 
-    async def _call(self, task: str, request: LLMRequest, acc: Tally) -> LLMReply:
+    async def _call(self, task: str, request: LLMRequest, acc: Tally, rank: int = 0) -> LLMReply:
         acc.attempts += 1
         if self._fatal is not None:
             raise LLMFailure(self._fatal.reason, f"not sent: {self._fatal.detail}")
@@ -354,7 +404,7 @@ class LLMEngine:
         else:
             # Fatal state and budget are checked once a slot is held, so queued jobs see the latest
             # state and at most `max_concurrency` reservations are outstanding.
-            async with self.limiter.slot(request.est_in + request.est_out):
+            async with self.limiter.slot(request.est_in + request.est_out, rank):
                 if self._fatal is not None:
                     raise LLMFailure(self._fatal.reason, f"not sent: {self._fatal.detail}")
                 reserved = await self._reserve(request)
@@ -431,6 +481,7 @@ __all__ = [
     "LLMReply",
     "LLMRequest",
     "Limiter",
+    "OrderedSlots",
     "Outcome",
     "Tally",
     "accept_reply",

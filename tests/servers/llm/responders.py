@@ -106,5 +106,33 @@ def distractor_responder(api: str, request_json: dict[str, Any]) -> str:
     return json.dumps({"distractors": items})
 
 
-RESPONDERS: dict[str, Responder] = {"default": default_responder, "distractors": distractor_responder}
+UNUSABLE_EVERY = 8
+"""`flaky_distractor_responder` answers about one first attempt in this many with prose."""
+_REPAIR_NOTE = "Your previous reply could not be used"
+UNUSABLE_REPLY = "Here are a few ideas: look at the tokenizer, then the parser."
+"""The prose a flaky first attempt gets (no JSON: the client must re-ask)."""
+
+
+def unusable_first_reply(text: str) -> bool:
+    """Whether `flaky_distractor_responder` answers this last user text with prose: about 1 in
+    `UNUSABLE_EVERY` first attempts, chosen by the text's SHA-256; never a re-ask (which carries the
+    client's repair note), so every item succeeds by its second attempt."""
+    if _REPAIR_NOTE in text:
+        return False
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[16:24], 16) % UNUSABLE_EVERY == 0
+
+
+def flaky_distractor_responder(api: str, request_json: dict[str, Any]) -> str:
+    """`distractor_responder`, except that about one first attempt in `UNUSABLE_EVERY` gets
+    `UNUSABLE_REPLY` (see `unusable_first_reply`): re-asks on the critical path, deterministically."""
+    if unusable_first_reply(last_user_text(api, request_json)):
+        return UNUSABLE_REPLY
+    return distractor_responder(api, request_json)
+
+
+RESPONDERS: dict[str, Responder] = {
+    "default": default_responder,
+    "distractors": distractor_responder,
+    "flaky_distractors": flaky_distractor_responder,
+}
 """Responders by name, for the standalone server (``--responder``)."""

@@ -1,0 +1,378 @@
+"""Scale benchmark: whole builds of N generated runs, wall time per run and peak RSS of the process tree.
+
+Why: a scheduled rebuild must take a public dataset's worth of runs (50,000-80,000). Every stage
+must be linear (or n log n) in its input and memory must stay bounded, so the time per run at the
+largest N must stay within 1.5x of its value at the smallest, and the peak RSS of the whole process
+tree (the build, its Prefect server, any workers) under 2 GiB and within 1.5x of the smallest's.
+
+What it does, per N: writes a corpus of N SWE-smith rows made from the bundled samples
+(`extractors/samples/swe_issue_fix/swesmith_rows.jsonl`), each run with its own names: every code
+identifier of the sample (function, module, variable names, not the repository's) gets a per-run
+suffix, consistently across the issue, thoughts, commands, observations and patch, so runs stay
+coherent and dedup keeps them apart; 50 rows per JSONL file. Then it runs a build of the
+`swe_issue_fix` scenario (offline generator, thread runner, the default limits) in a child process
+(a warm-up flow first, so Prefect's server start-up is not charged to the build), samples the RSS
+of the child and all its descendants every 50 ms, and reads the stage timings from the report.
+The floor is a bare `orjson.loads` of every line of the same corpus, timed in this process.
+
+Sizes: 1,000 and 5,000 by default (a few minutes); `--sizes 1000 5000 20000` or
+`APTFORGE_BENCH_SCALE_SIZES=1000,5000,20000` for the full run (run that under the heavy lock).
+Usage: `.venv/bin/python bench/bench_scale.py [--sizes ...] [--json-out FILE] [--keep DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+import psutil  # noqa: E402
+
+SAMPLE = ROOT / "extractors" / "samples" / "swe_issue_fix" / "swesmith_rows.jsonl"
+TIME_GOAL = 1.5
+RSS_GOAL = 1.5
+RSS_LIMIT_MIB = 2048
+ROWS_PER_FILE = 50
+SEED = 20261201
+_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]{3,}\b")
+#: Words of the samples that are not the code's own names: tools, keywords, prose, paths.
+_KEEP = frozenset(
+    [
+        "testbed",
+        "python",
+        "pytest",
+        "bash",
+        "submit",
+        "command",
+        "path",
+        "view",
+        "create",
+        "str_replace",
+        "str_replace_editor",
+        "old_str",
+        "new_str",
+        "file_text",
+        "insert",
+        "undo_edit",
+        "function",
+        "parameter",
+        "example_function_name",
+        "example_parameter",
+        "OBSERVATION",
+        "uploaded_files",
+        "pr_description",
+        "reproduce",
+        "README",
+        "import",
+        "from",
+        "return",
+        "None",
+        "True",
+        "False",
+        "self",
+        "print",
+        "repr",
+        "with",
+        "open",
+        "lambda",
+        "class",
+        "while",
+        "break",
+        "continue",
+        "pass",
+        "raise",
+        "except",
+        "finally",
+        "assert",
+        "global",
+        "yield",
+        "async",
+        "await",
+        "elif",
+        "else",
+        "sample",
+        "text",
+        "lines",
+        "line",
+        "diff",
+        "index",
+        "name",
+        "note",
+        "Description",
+        "Expected",
+        "Steps",
+        "result",
+        "results",
+        "operator",
+        "operators",
+        "package",
+        "module",
+        "modules",
+        "file",
+        "files",
+        "edited",
+        "snippet",
+        "running",
+        "Review",
+        "changes",
+        "make",
+        "sure",
+        "they",
+        "expected",
+        "Edit",
+        "again",
+        "necessary",
+        "Here",
+        "first",
+        "main",
+        "init",
+        "__init__",
+        "test",
+        "tests",
+        "tinycalc",
+        "slugkit",
+        "minicsv",
+    ]
+)
+
+
+_CODE_LINE = re.compile(r"^(?:\s+\d+\t|[+\- ](?![+\-]{2} ))(.*)$", re.M)
+
+
+def _names(row: dict) -> list[str]:
+    """The code identifiers of one sample run: names on the code lines of its patch and of the file
+    listings in its tool outputs (`cat -n` views), never prose or tool messages."""
+    import builtins
+    import keyword
+
+    texts = [
+        row["patch"],
+        *(m["content"] for m in row["messages"] if m["content"].startswith("OBSERVATION:")),
+    ]
+    code = "\n".join(m.group(1) for text in texts for m in _CODE_LINE.finditer(text))
+    skip = _KEEP | set(keyword.kwlist) | set(dir(builtins))
+    return sorted({w for w in _IDENT.findall(code) if w not in skip})
+
+
+def varied_row(template: dict, names: list[str], i: int, rng: random.Random) -> dict:
+    """Run `i`: the template with every name renamed `<name>_<per-run suffix>` everywhere it occurs."""
+    suffix = {n: "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(5)) for n in names}
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b")
+
+    def rename(text: str) -> str:
+        return pattern.sub(lambda m: f"{m.group(1)}_{suffix[m.group(1)]}", text)
+
+    row = {**template, "messages": [{**m, "content": rename(m["content"])} for m in template["messages"]]}
+    row["patch"] = rename(template["patch"])
+    tag = f"{i:06d}{suffix[names[0]] if names else ''}"
+    for key in ("instance_id", "traj_id", "id"):
+        row[key] = f"{template[key]}.r{tag}"
+    return row
+
+
+def write_corpus(folder: Path, n: int) -> int:
+    """N varied runs in JSONL files of `ROWS_PER_FILE`; returns the bytes written."""
+    templates = [orjson.loads(line) for line in SAMPLE.read_bytes().splitlines() if line.strip()]
+    names = [_names(t) for t in templates]
+    rng = random.Random(SEED)
+    folder.mkdir(parents=True, exist_ok=True)
+    size = 0
+    for start in range(0, n, ROWS_PER_FILE):
+        blob = b"".join(
+            orjson.dumps(varied_row(templates[i % len(templates)], names[i % len(templates)], i, rng)) + b"\n"
+            for i in range(start, min(n, start + ROWS_PER_FILE))
+        )
+        (folder / f"runs-{start:06d}.jsonl").write_bytes(blob)
+        size += len(blob)
+    return size
+
+
+def orjson_floor(folder: Path) -> float:
+    """Seconds of a bare `orjson.loads` per line over the corpus (best of 3)."""
+    best = float("inf")
+    files = sorted(folder.glob("*.jsonl"))
+    for _ in range(3):
+        start = time.perf_counter()
+        for path in files:
+            with path.open("rb") as fh:
+                for line in fh:
+                    orjson.loads(line)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def config_for(inputs: Path, out: Path, runner: str) -> dict:
+    return {
+        "scenario": "swe_issue_fix",
+        "version": "scale",
+        "sources": [str(inputs)],
+        "seed": 3,
+        "out_dir": str(out),
+        "tasks": {
+            name: dict(max_items_per_trajectory=3, max_context_tokens=16000) for name in ("plan", "action")
+        },
+        "generator": {"name": "offline"},
+        "limits": {"task_runner": runner, "cache": False},
+    }
+
+
+def child_build(config_path: str) -> None:
+    """In the child: start Prefect with a trivial flow, then time the build; print the figures."""
+    from prefect import flow
+
+    from flows.build import run_build
+    from flows.config import load_config
+
+    @flow(name="bench-scale-warmup")
+    def warmup() -> int:
+        return 1
+
+    warmup()
+    config = load_config(config_path)
+    start = time.perf_counter()
+    report = run_build(config)
+    seconds = time.perf_counter() - start
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "timings_s": report["timings_s"],
+                "counts": report["counts"],
+                "problems_by_reason": report["problems_by_reason"],
+            }
+        )
+    )
+
+
+def tree_rss(proc: psutil.Process) -> int:
+    """RSS of a process and all its descendants, in bytes (those gone meanwhile count 0)."""
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def run_child(config_path: Path) -> tuple[dict, int]:
+    """The child's figures and the peak RSS of its process tree."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    env.setdefault("DO_NOT_TRACK", "1")
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--child", str(config_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    proc = psutil.Process(child.pid)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss(proc))
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = child.communicate()
+    done.set()
+    sampler.join()
+    if child.returncode != 0:
+        raise SystemExit(f"the build of {config_path} failed (exit {child.returncode})")
+    return json.loads(out.strip().splitlines()[-1]), peak
+
+
+def measure(n: int, work: Path, runner: str) -> dict:
+    inputs = work / f"runs-{n}"
+    size = write_corpus(inputs, n)
+    floor = orjson_floor(inputs)
+    config_path = work / f"scale-{n}-{runner}.json"
+    config_path.write_text(json.dumps(config_for(inputs, work / f"out-{n}-{runner}", runner)))
+    figures, peak = run_child(config_path)
+    counts = figures["counts"]
+    row = {
+        "runs": n,
+        "runner": runner,
+        "input_mib": round(size / 2**20, 2),
+        "wall_s": round(figures["seconds"], 2),
+        "per_run_ms": round(figures["seconds"] / n * 1000, 3),
+        "peak_rss_mib": round(peak / 2**20, 1),
+        "orjson_floor_s": round(floor, 4),
+        "floor_ratio": round(figures["seconds"] / floor, 1),
+        "kept": counts["kept"],
+        "gold_steps": counts["gold_steps"],
+        "questions": counts["questions"],
+        "timings_s": figures["timings_s"],
+    }
+    stages = "  ".join(f"{k} {v:.1f}" for k, v in figures["timings_s"].items())
+    print(
+        f"N={n:>6} {runner}: {row['wall_s']:8.1f} s  {row['per_run_ms']:7.2f} ms/run  "
+        f"peak RSS {row['peak_rss_mib']:7.0f} MiB  x{row['floor_ratio']:.0f} orjson  "
+        f"{counts['kept']} kept, {counts['questions']} questions | {stages}",
+        flush=True,
+    )
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    default = [int(s) for s in os.environ.get("APTFORGE_BENCH_SCALE_SIZES", "1000,5000").split(",") if s]
+    parser.add_argument("--sizes", type=int, nargs="+", default=default)
+    parser.add_argument("--runners", nargs="+", default=["threads"], choices=["threads", "dask"])
+    parser.add_argument("--keep", type=Path, help="work here and keep the corpora and outputs")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
+    args = parser.parse_args()
+    if args.child:
+        child_build(args.child)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="aptforge-bench-scale-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        rows = [measure(n, work, runner) for runner in args.runners for n in sorted(args.sizes)]
+    threads = [r for r in rows if r["runner"] == "threads"]
+    small, large = threads[0], threads[-1]
+    time_ratio = large["per_run_ms"] / small["per_run_ms"]
+    rss_ratio = large["peak_rss_mib"] / small["peak_rss_mib"]
+    ok = time_ratio <= TIME_GOAL and rss_ratio <= RSS_GOAL and large["peak_rss_mib"] < RSS_LIMIT_MIB
+    print(
+        f"time per run N={large['runs']:,} / N={small['runs']:,}: {time_ratio:.2f} (goal <= {TIME_GOAL}); "
+        f"peak RSS ratio {rss_ratio:.2f} (goal <= {RSS_GOAL}), {large['peak_rss_mib']:.0f} MiB "
+        f"(limit {RSS_LIMIT_MIB} MiB): {'met' if ok else 'missed'}"
+    )
+    if args.json_out:
+        args.json_out.write_text(
+            json.dumps(
+                {
+                    "sizes": rows,
+                    "time_ratio": round(time_ratio, 3),
+                    "time_goal": TIME_GOAL,
+                    "rss_ratio": round(rss_ratio, 3),
+                    "rss_goal": RSS_GOAL,
+                    "rss_limit_mib": RSS_LIMIT_MIB,
+                }
+            )
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

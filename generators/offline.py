@@ -48,7 +48,14 @@ from rapidfuzz import fuzz, process
 from generators.base import PoolEntry, completion_question, posed
 from generators.quality.baselines import similarity_matrix
 from generators.quality.gates import context_text
-from generators.text import jaccard, looks_like_code, normalise, option_key, similarity, tokens
+from generators.text import (
+    jaccard,
+    looks_like_code,
+    normalise,
+    normalised_similarity,
+    option_key,
+    tokens,
+)
 from schemas import Candidate, Distractor, GoldStep, Problem, Question, content_id
 
 
@@ -217,6 +224,10 @@ _INDEX_LOCK = threading.Lock()
 
 def pool_index(pool: Sequence[PoolEntry], need: int, seed: int, exact_below: int) -> PoolIndex:
     """The index of `pool`, built once per pool (shards of one task share it; a few pools are kept)."""
+    with _INDEX_LOCK:
+        for (_, *rest), index in _INDEXES.items():  # the same (unmutated) pool object: no need to hash it
+            if index.pool is pool and rest == [need, seed, exact_below]:
+                return index
     key = (content_id(*(e.step_id for e in pool)), need, seed, exact_below)
     with _INDEX_LOCK:
         found = _INDEXES.get(key)
@@ -312,9 +323,13 @@ class OfflineGenerator:
             key = option_key(text)
             return all(option_key(t) != key for t in taken)
         limit = threshold or self.near_duplicate
-        norm = normalise(text)
+        norm = _norm(text)
         # difflib's ratio never exceeds the Indel (LCS) ratio: the C-speed test settles most pairs
-        return all(fuzz.ratio(norm, normalise(t)) < limit * 100 or similarity(text, t) < limit for t in taken)
+        # (each text is normalised once: one item compares its candidates with every option taken)
+        return all(
+            fuzz.ratio(norm, other) < limit * 100 or normalised_similarity(norm, other) < limit
+            for other in map(_norm, taken)
+        )
 
     def _targets(self, step: GoldStep, plan: RankPlan, need: int) -> tuple[int, int]:
         rng = random.Random(content_id(self.seed, step.step_id, "offline"))

@@ -31,7 +31,11 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def similarity(a: str, b: str) -> float:
     """Normalised character similarity in [0, 1] (difflib ratio of the normalised texts)."""
-    na, nb = normalise(a), normalise(b)
+    return normalised_similarity(normalise(a), normalise(b))
+
+
+def normalised_similarity(na: str, nb: str) -> float:
+    """`similarity` of two texts already through `normalise` (callers comparing one text many times)."""
     if na == nb:
         return 1.0
     matcher = difflib.SequenceMatcher(None, na, nb, autojunk=False)

@@ -302,6 +302,7 @@ def run_stage(args: argparse.Namespace) -> dict:
                 out = work / f"out-{i}"
                 config = json.loads(config_text(work / "inputs", out, "openai", base_url))
                 config["generator"]["max_concurrency"] = args.concurrency
+                config["limits"] = {"shard_size": args.stage_shard_size}  # else the shipped defaults
                 report = run_build(load(json.dumps(config), work))
                 stages.append(report["timings_s"]["generate"])
                 requests = report["llm"]["total"]["requests"]
@@ -374,6 +375,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--stage-rows", type=int, default=680, help="rows of the flow case (~850 requests)")
     parser.add_argument("--stage-rounds", type=int, default=2, help="builds of the flow case (best one)")
+    parser.add_argument(
+        "--stage-shard-size", type=int, default=200, help="limits.shard_size of the flow case"
+    )
     parser.add_argument("--only", choices=("plain", "reasks", "stage"), help="run one case")
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
     args = parser.parse_args()

@@ -79,24 +79,25 @@ def load(text: str, folder: Path):
 
 
 def prefect_overhead(inputs: Path) -> dict:
-    """Read stage as Prefect tasks vs plain calls, same shards."""
+    """Read stage (read + redact per shard) as Prefect tasks vs the same function called plainly."""
     from prefect import flow
 
-    from extractors.discovery import discover_readers
     from extractors.ingest.records import find_inputs
-    from flows import stages
     from flows.build import chunks, read_shard
+    from flows.config import PrivacyConfig
 
     files = [(str(p), None, str(inputs)) for p in find_inputs([inputs])]
     shards = chunks(files, 1)
 
     @flow(name="bench-prefect-overhead")
     def tasks_flow() -> int:
-        return sum(len(f.result().trajectories) for f in [read_shard.submit(s) for s in shards])
+        return sum(
+            len(f.result().read.trajectories) for f in [read_shard.submit(s, PrivacyConfig()) for s in shards]
+        )
 
     tasks_flow()  # start the server and warm imports outside the timing
     t0 = time.perf_counter()
-    direct = sum(len(stages.read_stage(discover_readers(), s).trajectories) for s in shards)
+    direct = sum(len(read_shard.fn(s, PrivacyConfig()).read.trajectories) for s in shards)
     plain = time.perf_counter() - t0
     t0 = time.perf_counter()
     via = tasks_flow()

@@ -303,7 +303,7 @@ def run_stage(args: argparse.Namespace) -> dict:
                 config = json.loads(config_text(work / "inputs", out, "openai", base_url))
                 config["generator"]["max_concurrency"] = args.concurrency
                 config["limits"] = {"shard_size": args.stage_shard_size}  # else the shipped defaults
-                report = run_build(load(json.dumps(config), work))
+                report = run_build(load(json.dumps(config), work)).model_dump(mode="json")
                 stages.append(report["timings_s"]["generate"])
                 requests = report["llm"]["total"]["requests"]
                 questions = report["counts"]["questions"]

@@ -242,7 +242,7 @@ def child_build(config_path: str) -> None:
     warmup()
     config = load_config(config_path)
     start = time.perf_counter()
-    report = run_build(config)
+    report = run_build(config).model_dump(mode="json")
     seconds = time.perf_counter() - start
     print(
         json.dumps(

@@ -124,7 +124,7 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
                 for r in sizes
             ),
         ]
-    if sc:
+    if sc.get("sizes"):
         runs = sc["sizes"]
         first, last = runs[0], runs[-1]
         out += [

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE, CacheKeyFnPolicy
+from prefect.utilities.annotations import quote
 
 from extractors.base import ExtractOptions, Extractor
 from extractors.discovery import discover_extractors, discover_readers, lookup
@@ -317,8 +318,12 @@ def read_inputs(config: BuildConfig, inputs: Inputs, timer: Timer) -> Read:
     """Read every shard (each redacted of secrets before it is cached) and load the configured harness reports."""
     with timer.stage("read"):
         reader = _cached(read_shard, config)
+        # Shard data goes in `quote()` (here and in extract and generate): Prefect otherwise walks every
+        # parameter object on each submit, looking for futures, and the pool and the observed runs passed
+        # to every shard made that quadratic in the size of the build.
         futures = [
-            reader.submit(s, config.privacy, k) for s, k in zip(inputs.shards, inputs.keys, strict=True)
+            reader.submit(quote(s), config.privacy, k)
+            for s, k in zip(inputs.shards, inputs.keys, strict=True)
         ]
         scrubbed: list[ScrubbedRead] = _gather(futures, "read", progress_mod.current())
         verdicts = load_reports(config.report_entries())
@@ -381,9 +386,9 @@ def extract_golds(
         futures = [
             extractor_task.submit(
                 config.scenario,
-                s,
+                quote(s),
                 options,
-                observed,
+                quote(observed),
                 cache_keys.extract_key(scenario.extractor, s, options, observed_key),
             )
             for s in shards
@@ -393,7 +398,7 @@ def extract_golds(
 
 
 def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[GoldStep], timer: Timer) -> Posed:
-    """Pose every gold step as a question, task by task, with one generator for the whole build."""
+    """Pose every gold step as a question, every task's shards at once, with one generator for the whole build."""
     questions: list[Question] = []
     problems: list[Problem] = []
     with timer.stage("generate"):
@@ -415,7 +420,7 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
                     cache_keys.generate_key(config, generator, s, pool_key, spec.n_options) for s in shards
                 ]
                 futures = [
-                    generator_task.submit(config, s, pool, spec.n_options, shared, key)
+                    generator_task.submit(config, quote(s), quote(pool), spec.n_options, shared, key)
                     for s, key in zip(shards, keys, strict=True)
                 ]
                 submitted.append((name, keys, futures))

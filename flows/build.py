@@ -19,7 +19,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from flows import hygiene
 from flows import progress as progress_mod
-from flows.build_report import Sections, Timer, make_report, reusable_report
+from flows.build_report import RunCounts, Sections, Timer, make_report, reusable_report
 from flows.build_stages import (
     Filtered,
     Final,
@@ -51,7 +51,6 @@ from flows.report_html import attach_report_artifact, write_build_report
 from generators.hygiene.secrets import Redactor
 from generators.quality.audit import build_quality
 from generators.quality.validity import validity_report
-from schemas import GoldStep
 from schemas.report import BuildReport, DedupReport, ReviewReport
 from schemas.validity import AdversarialReport
 
@@ -74,10 +73,17 @@ def build(config: BuildConfig) -> BuildReport:
     read = read_inputs(config, inputs, timer)
     kept = keep_runs(config, scenario, read, timer)
     golds, extract_problems = extract_golds(config, scenario, kept.runs, timer)
+    # memory: from here on the build holds counts of the runs, not the runs (then not the gold steps)
+    runs = RunCounts.of(read.trajectories, kept.runs.labelled, kept.runs.kept, golds)
+    read = read._replace(trajectories=[], results=[])
+    kept = kept._replace(runs=kept.runs._replace(kept=[], labelled=[]))
     posed = generate_questions(config, scenario, golds, timer)
+    del golds
     filtered = filter_questions(config, posed.questions, timer)
+    posed = posed._replace(questions=[])
     redactor = hygiene.make_redactor(config.privacy)  # questions and Problems met from here on
     final = finish_questions(config, filtered.questions, redactor, timer)
+    filtered = filtered._replace(questions=[])
     found = (
         read.problems
         + kept.runs.problems
@@ -95,9 +101,9 @@ def build(config: BuildConfig) -> BuildReport:
         config.review.reviews_per_item,
     )
     report = report_of(
-        config, inputs, read, kept, golds, posed, filtered, final, written, review, redactor, timer
+        config, inputs, read, kept, runs, posed, filtered, final, written, review, redactor, timer
     )
-    write_build_report(config.output_dir(), report, written.rows, [len(t.steps) for t in kept.runs.kept])
+    write_build_report(config.output_dir(), report, written.rows, runs.steps_per_kept)
     attach_report_artifact(report, report.report_html)
     return _write_report(config, report)
 
@@ -107,7 +113,7 @@ def report_of(
     inputs: Inputs,
     read: Read,
     kept: Kept,
-    golds: list[GoldStep],
+    runs: RunCounts,
     posed: Posed,
     filtered: Filtered,
     final: Final,
@@ -154,11 +160,8 @@ def report_of(
     return make_report(
         config,
         inputs.files,
-        read.trajectories,
-        kept.runs.labelled,
-        len(kept.runs.kept),
+        runs,
         kept.runs.dropped,
-        golds,
         {name: len(rows) for name, rows in written.rows.items()},
         written.problems,
         timer,

@@ -65,14 +65,46 @@ class Sections(NamedTuple):
     validity: ValidityReport
 
 
+class RunCounts(NamedTuple):
+    """What the report says of the runs read, labelled, kept and extracted: counted as soon as extraction
+    is done, so the build holds no run and no gold step after the stage that needs them."""
+
+    read: int
+    formats: Counter[str]
+    labels: Counter[str]
+    signals: Counter[str]
+    needs_judge: int
+    """Runs whose answer the rules could not decide and no judge decided (dropped unless keep_unknown)."""
+    kept: int
+    steps_per_kept: list[int]
+    gold_steps: int
+
+    @classmethod
+    def of(
+        cls,
+        trajs: Sequence[Trajectory],
+        labelled: Sequence[Trajectory],
+        kept: Sequence[Trajectory],
+        golds: Sequence[GoldStep],
+    ) -> RunCounts:
+        """Count the runs read, labelled and kept, and the gold steps extracted."""
+        return cls(
+            read=len(trajs),
+            formats=Counter(t.source.format for t in trajs),
+            labels=Counter(t.outcome.label for t in labelled),
+            signals=Counter(t.outcome.signal for t in labelled),
+            needs_judge=sum(1 for t in labelled if t.outcome.reason == "needs_judge"),
+            kept=len(kept),
+            steps_per_kept=[len(t.steps) for t in kept],
+            gold_steps=len(golds),
+        )
+
+
 def make_report(
     config: BuildConfig,
     files: Sequence[tuple[str, str | None, str]],
-    trajs: Sequence[Trajectory],
-    labelled: Sequence[Trajectory],
-    kept: int,
+    runs: RunCounts,
     dropped: Mapping[str, int],
-    golds: Sequence[GoldStep],
     questions_by_task: Mapping[str, int],
     problems: Sequence[Problem],
     timer: Timer,
@@ -92,18 +124,17 @@ def make_report(
         counts=Counts(
             input_files=len(files),
             skipped_entries=sum(1 for p in problems if p.stage == "read" and p.reason in SKIPPED_REASONS),
-            trajectories_read=len(trajs),
-            kept=kept,
+            trajectories_read=runs.read,
+            kept=runs.kept,
             dropped=sum(dropped.values()),
-            gold_steps=len(golds),
+            gold_steps=runs.gold_steps,
             questions=sum(questions_by_task.values()),
             quarantined=sum(1 for p in problems if p.severity == "error"),
-            # runs whose answer the rules could not decide and no judge decided (dropped unless keep_unknown)
-            needs_judge=sum(1 for t in labelled if t.outcome.reason == "needs_judge"),
+            needs_judge=runs.needs_judge,
         ),
-        labels=dict(Counter(t.outcome.label for t in labelled)),
-        label_signals=dict(Counter(t.outcome.signal for t in labelled)),
-        formats=dict(Counter(t.source.format for t in trajs)),
+        labels=dict(runs.labels),
+        label_signals=dict(runs.signals),
+        formats=dict(runs.formats),
         dropped_by_reason=dict(sorted(dropped.items())),
         questions_by_task=dict(questions_by_task),
         problems_by_reason=dict(sorted(by_reason.items())),

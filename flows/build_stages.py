@@ -99,6 +99,14 @@ class ScrubbedRead(NamedTuple):
     runs_redacted: int
 
 
+def _shard_arg(config: BuildConfig, value: Any) -> Any:
+    """`value` as a shard task's argument: in `quote()` on the thread runner, so Prefect does not walk it
+    on every submit (it looks for futures inside arguments: the pool and the observed runs given to every
+    shard made that quadratic in the size of the build); as is on Dask, whose workers get a quote as a
+    bare tuple (and where the argument is serialised whole anyway)."""
+    return quote(value) if config.limits.task_runner == "threads" else value
+
+
 @task(name="read-shard", cache_policy=NO_CACHE)
 def read_shard(
     files: list[tuple[str, str | None, str]], privacy: PrivacyConfig, cache_key: str = ""
@@ -318,11 +326,8 @@ def read_inputs(config: BuildConfig, inputs: Inputs, timer: Timer) -> Read:
     """Read every shard (each redacted of secrets before it is cached) and load the configured harness reports."""
     with timer.stage("read"):
         reader = _cached(read_shard, config)
-        # Shard data goes in `quote()` (here and in extract and generate): Prefect otherwise walks every
-        # parameter object on each submit, looking for futures, and the pool and the observed runs passed
-        # to every shard made that quadratic in the size of the build.
         futures = [
-            reader.submit(quote(s), config.privacy, k)
+            reader.submit(_shard_arg(config, s), config.privacy, k)
             for s, k in zip(inputs.shards, inputs.keys, strict=True)
         ]
         scrubbed: list[ScrubbedRead] = _gather(futures, "read", progress_mod.current())
@@ -386,9 +391,9 @@ def extract_golds(
         futures = [
             extractor_task.submit(
                 config.scenario,
-                quote(s),
+                _shard_arg(config, s),
                 options,
-                quote(observed),
+                _shard_arg(config, observed),
                 cache_keys.extract_key(scenario.extractor, s, options, observed_key),
             )
             for s in shards
@@ -420,7 +425,9 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
                     cache_keys.generate_key(config, generator, s, pool_key, spec.n_options) for s in shards
                 ]
                 futures = [
-                    generator_task.submit(config, quote(s), quote(pool), spec.n_options, shared, key)
+                    generator_task.submit(
+                        config, _shard_arg(config, s), _shard_arg(config, pool), spec.n_options, shared, key
+                    )
                     for s, key in zip(shards, keys, strict=True)
                 ]
                 submitted.append((name, keys, futures))
@@ -463,7 +470,14 @@ def finish_questions(
         contamination = hygiene.contamination_stage(passed, config.contamination)
         balanced = balance_positions(contamination.kept, config.seed)
     problems = redacted.problems + deduped.problems + found + contamination.problems
-    return Final(balanced, redacted, deduped, contamination, problems)
+    # the stages' own lists of questions are not kept: the balanced questions are the survivors
+    return Final(
+        balanced,
+        redacted._replace(questions=[]),
+        deduped._replace(kept=[]),
+        contamination._replace(kept=[]),
+        problems,
+    )
 
 
 def write_outputs(

@@ -165,7 +165,7 @@ def run_aptforge(base_url: str, items: list[GoldStep], warm: list[GoldStep], con
         gen = generator(base_url, concurrency, Path(tmp) / "cache.sqlite")
         try:
             list(gen.generate(warm, [], 4))
-            warm_requests = gen.usage_report()["total"]["requests"]
+            warm_requests = gen.usage_report().total.requests
             shards = [items[i : i + 200] for i in range(0, len(items), 200)]
             start, cpu = time.perf_counter(), cpu_seconds()
             with ThreadPoolExecutor(4) as pool:
@@ -175,7 +175,7 @@ def run_aptforge(base_url: str, items: list[GoldStep], warm: list[GoldStep], con
             run = Run(
                 time.perf_counter() - start,
                 cpu_seconds() - cpu,
-                gen.usage_report()["total"]["requests"] - warm_requests,
+                gen.usage_report().total.requests - warm_requests,
             )
         finally:
             gen.close()

@@ -294,8 +294,11 @@ def test_undo_search_stats_and_an_adjudicator_ruling_in_the_browser(browser, tmp
         )
         judy = browser.new_context().new_page()
         login(judy, url, token="judy-token-89ab")
-        judy.click("#disputes-link")
+        # under load the click returns before the page is there: wait for it
+        with judy.expect_navigation(url="**/disputes**"):
+            judy.click("#disputes-link")
         card = judy.locator("section.dispute[data-item=plan-0000]")
+        card.wait_for()
         assert (
             card.locator(".review-col").count() == 2 and "a distractor is also correct" in card.inner_text()
         )

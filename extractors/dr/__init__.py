@@ -48,8 +48,8 @@ from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_ste
 from extractors.dr.tasks import SPECS
 from extractors.dr.wording import COMPLETION_TOOLS
 from extractors.dr.wrong_steps import RunView, wrong_steps
-from extractors.labels.answers import normalize
 from schemas import Candidate, GoldStep, Problem, Step, Trajectory, content_id
+from schemas.answer_text import normalize
 from schemas.text import truncate_middle
 
 MAX_GOLD_CHARS = 2000

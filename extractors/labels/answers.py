@@ -25,50 +25,15 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from schemas import Label, Outcome
+from schemas.answer_text import CJK, NUM_TOKEN, normalize, tokens
 
 _ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.S | re.I)
 _FINAL_LINE = re.compile(r"(?:^|\n)\s*\**final answer\**\s*[:：]\s*(.+?)\s*$", re.I | re.S)
-_ARTICLES = frozenset({"a", "an", "the"})
 _YES = frozenset({"yes", "true", "correct"})
 _NO = frozenset({"no", "false", "incorrect"})
 _HEDGES = frozenset({"or", "not", "never", "neither", "nor", "unclear", "unknown", "either"})
 _NUMBER = re.compile(r"^[\s$€£¥]*([-+]?\d[\d,]*(?:\.\d+)?|[-+]?\.\d+)\s*%?\s*$")
-_NUM_TOKEN = re.compile(r"^-?\d+(?:\.\d+)?$")
-_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
 _SHORT = 4
-_UNITS = (
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-    "twenty",
-)
-_TENS = {
-    "thirty": "30",
-    "forty": "40",
-    "fifty": "50",
-    "sixty": "60",
-    "seventy": "70",
-    "eighty": "80",
-    "ninety": "90",
-}
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(_UNITS)} | _TENS
 
 
 class AnswerVerdict(NamedTuple):
@@ -145,42 +110,6 @@ def number(text: str) -> float | None:
         return None
 
 
-def tokens(text: str) -> list[str]:
-    """Normalised words: NFKC, lower case, punctuation dropped, articles dropped, CJK per character."""
-    s = unicodedata.normalize("NFKC", text).lower()
-    s = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", s)  # 1,000 -> 1000
-    s = _CJK.sub(r" \1 ", s)
-    chars = [
-        c
-        if (c.isalnum() or c.isspace() or (c == "." and _between_digits(s, i)))
-        else (f" {c} " if ord(c) > 127 and unicodedata.category(c).startswith("S") else " ")
-        for i, c in enumerate(s)
-    ]
-    words = "".join(chars).split()
-    # an article goes only before a real word: "A → B" and a one-letter answer "A" keep their letter
-    kept = [
-        w
-        for i, w in enumerate(words)
-        if w not in _ARTICLES or i + 1 >= len(words) or not (words[i + 1].isalnum() and len(words[i + 1]) > 1)
-    ]
-    return [_NUMBER_WORDS.get(w) or _trim_number(w) for w in kept]
-
-
-def _between_digits(s: str, i: int) -> bool:
-    return 0 < i < len(s) - 1 and s[i - 1].isdigit() and s[i + 1].isdigit()
-
-
-def _trim_number(word: str) -> str:
-    if _NUM_TOKEN.match(word) and "." in word:
-        word = word.rstrip("0").rstrip(".")
-    return word
-
-
-def normalize(text: str) -> str:
-    """The comparison key: normalised tokens joined without spaces (GAIA-style)."""
-    return "".join(tokens(text))
-
-
 def _split_list(text: str) -> list[str] | None:
     if "," not in text and ";" not in text:
         return None
@@ -215,12 +144,12 @@ def _one(answer: str, gold: str) -> AnswerVerdict:
     if (a_tok and a_tok == g_tok) or (normalize(answer) and normalize(answer) == normalize(gold)):
         return AnswerVerdict("success", "exact_match")
     if len(a_tok) > len(g_tok) and _contains(a_tok, g_tok):
-        others = [t for t in a_tok if _NUM_TOKEN.match(t) and t not in g_tok]
+        others = [t for t in a_tok if NUM_TOKEN.match(t) and t not in g_tok]
         if not (_HEDGES & set(a_tok)) and not others:
             return AnswerVerdict("success", "contains_gold")
         return AnswerVerdict("unknown", "needs_judge")
     a_set, g_set = set(a_tok), set(g_tok)
-    g_nums = [t for t in g_tok if _NUM_TOKEN.match(t)]
+    g_nums = [t for t in g_tok if NUM_TOKEN.match(t)]
     if a_num is not None and len(g_nums) == 1 and len(g_tok) <= 3:  # "1555" vs "1,555 m"
         same = float(g_nums[0]) == a_num
         return AnswerVerdict("success", "number_match") if same else AnswerVerdict("failure", "wrong_number")
@@ -228,7 +157,7 @@ def _one(answer: str, gold: str) -> AnswerVerdict:
     if opposite and len(a_tok) <= _SHORT:
         return AnswerVerdict("failure", "wrong_answer")
     # two short answers with no word in common; not for CJK, where synonyms share no character
-    if len(a_tok) <= _SHORT and len(g_tok) <= _SHORT and not a_set & g_set and not _CJK.search(answer + gold):
+    if len(a_tok) <= _SHORT and len(g_tok) <= _SHORT and not a_set & g_set and not CJK.search(answer + gold):
         return AnswerVerdict("failure", "wrong_answer")
     return AnswerVerdict("unknown", "needs_judge")
 

@@ -49,6 +49,7 @@ def validity_rows(report: BuildReport) -> list[dict[str, Any]]:
                 "af_replaced": t.adversarial.replaced,
                 "af_dropped": t.adversarial.dropped,
                 "sources": ", ".join(f"{k} {n}" for k, n in t.sources.items()) or "-",
+                "same_file": t.patch_overlap,
                 "baselines": base,
                 "bounds": bounds,
             }
@@ -90,6 +91,7 @@ def validity_markdown(rows: Sequence[Mapping[str, Any]], timings: Mapping[str, M
             "af_replaced",
             "af_dropped",
             "sources",
+            "same_file",
             "ok",
         ]
     ]
@@ -115,7 +117,10 @@ def validity_markdown(rows: Sequence[Mapping[str, Any]], timings: Mapping[str, M
         "Every MCQ task built from the real runs in `../shared` (configs/real/*.yaml), each baseline's",
         "accuracy against its bound (chance + 10 points; wider below 100 items by the binomial allowance).",
         "`worst` is the baseline closest to (or furthest over) its bound. `af_*`: what adversarial",
-        "filtering replaced and dropped. Acceptance: every task with >= 20 items has `exceeded` = `-`.",
+        "filtering replaced and dropped. `sources`: the shown distractors by source (`rule`: made by a rule",
+        "from this run; `same_run` / `same_instance`: real steps of this run / of a failed run of the same",
+        "instance; `other_run`; `llm`). `same_file`: where golds are diffs, the share of distractors that",
+        "touch a file the gold touches. Acceptance: every task with >= 20 items has `exceeded` = `-`.",
         "",
         _md(summary),
         "",

@@ -265,7 +265,8 @@ def _validity_html(v: ValidityReport | None) -> list[str]:
                     f"{t.chance:.1%}",
                     "pass" if t.passed else "FAIL: " + ", ".join(b.name for b in t.baselines if not b.passed),
                     f"{t.positions.chi2:.2f} / {t.positions.dof} / p={t.positions.p_value:.3g}",
-                    ", ".join(f"{k} {n}" for k, n in t.sources.items()) or "-",
+                    (", ".join(f"{k} {n}" for k, n in t.sources.items()) or "-")
+                    + (f"; {t.patch_overlap:.0%} touch a gold file" if t.patch_overlap is not None else ""),
                     f"{t.adversarial.candidates_scored} scored, {t.adversarial.replaced} replaced, "
                     f"{t.adversarial.dropped} dropped",
                 ]

@@ -116,6 +116,8 @@ class TaskValidity(Model):
     lengths: OptionLengths
     sources: dict[str, int]
     """Shown distractors per source family (`rule`, `same_run`, `same_instance`, `other_run`, `llm`, `other`)."""
+    patch_overlap: float | None = None
+    """Where the golds are diffs: share of distractors touching a file the gold touches (else None)."""
     adversarial: AdversarialTask
     samples: list[SampleItem]
 

@@ -127,3 +127,25 @@ def test_duplicate_rows_are_reported_once_per_copy():
     rows = [AuditRow("t", f"f:{k}", "completion", (), None, "same context", "same-key") for k in range(3)]
     audit = audit_task("t", rows)
     assert audit.findings == {"duplicate_row": 2} and audit.baselines is None and audit.items == 3
+
+
+def test_hashed_character_grams_equal_scikit_learns_char_wb_tfidf():
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from generators.quality.scorers import CharGrams
+
+    docs = [
+        "I need to run `pytest -x tests/test_a.py` again",
+        "Hello  World\tfoo a bb  ccc",
+        "安装 依赖 then run python train.py --epochs 3",
+        "x",
+        "diff --git a/src/mod.py b/src/mod.py\n@@ -1,3 +1,4 @@\n-    return a < b\n+    return a <= b",
+    ]
+    ref = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True).fit(docs)
+    ours = CharGrams().fit(docs)
+    a, b = ref.transform(docs), ours.transform(docs)
+    assert a.shape[1] == b.shape[1]  # one column per distinct gram: no hash collision here
+    np.testing.assert_allclose((a @ a.T).toarray(), (b @ b.T).toarray(), atol=1e-9)
+    kept = CharGrams(min_df=2, max_features=5).fit(docs)
+    assert len(kept.columns) == 5 and kept.transform(["zzzz qqqq"]).nnz == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generators.quality.validity import option_lengths, samples, source_mix
+from generators.quality.validity import option_lengths, patch_files, patch_overlap, samples, source_mix
 
 
 def _row(i: int, options: list[str], gold: int, origins: list[str]) -> dict:
@@ -45,3 +45,17 @@ def test_samples_are_seeded_and_keep_each_distractor_origin_with_its_option():
         assert [o.origin for o in item.options if not o.gold] == row["distractor_origins"]
         assert [o.gold for o in item.options].index(True) == row["gold_index"]
         assert item.context_tail.endswith(row["context"])
+
+
+def _diff(*files: str) -> str:
+    return "".join(f"diff --git a/{f} b/{f}\n--- a/{f}\n+++ b/{f}\n@@ -1 +1 @@\n-x\n+y\n" for f in files)
+
+
+def test_patch_overlap_counts_distractors_touching_a_gold_file_and_ignores_prose_golds():
+    rows = [
+        _row(0, [_diff("a.py", "b.py"), _diff("b.py"), _diff("c.py")], 0, ["rule:x", "other_run:y"]),
+        _row(1, [_diff("d.py"), _diff("d.py", "e.py"), _diff("d.py")], 2, ["rule:x", "rule:y"]),
+        _row(2, ["a plan", "another plan", _diff("a.py")], 0, ["rule:x", "rule:y"]),
+    ]
+    assert patch_overlap(rows) == 0.75 and patch_overlap(ROWS) is None
+    assert patch_files(_diff("a.py", "b.py")) == {"a.py", "b.py"}

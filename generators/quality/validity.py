@@ -10,6 +10,7 @@ seed, rendered as the reader sees them (context tail and lettered options with t
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -79,6 +80,28 @@ def source_mix(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return {k: counts[k] for k in (*CANDIDATE_SOURCES, "other") if counts[k]}
 
 
+_PATCH_FILE = re.compile(r"^(?:diff --git a/(\S+) b/|\+\+\+ b/|--- a/)(\S+)?", re.M)
+
+
+def patch_files(text: str) -> frozenset[str]:
+    """The files a unified diff touches (empty when the text is no diff)."""
+    return frozenset(b or a for a, b in _PATCH_FILE.findall(text) if (b or a) and (b or a) != "/dev/null")
+
+
+def patch_overlap(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """Share of the distractors of diff-gold items that touch a file the gold touches (None: no diff gold)."""
+    hit = total = 0
+    for r in rows:
+        gold = patch_files(r["options"][r["gold_index"]])
+        if not gold:
+            continue
+        for i, text in enumerate(r["options"]):
+            if i != r["gold_index"]:
+                total += 1
+                hit += bool(patch_files(text) & gold)
+    return round(hit / total, 4) if total else None
+
+
 def _context(row: Mapping[str, Any]) -> str:
     spec = find_spec(str(row.get("scenario")), str(row.get("task")))
     return context_text({k: row[k] for k in spec.field_names if k in row} if spec else row, spec)
@@ -137,6 +160,7 @@ def task_validity(
         ),
         lengths=option_lengths(mcq),
         sources=source_mix(mcq),
+        patch_overlap=patch_overlap(mcq),
         adversarial=adversarial or AdversarialTask(),
         samples=samples(mcq, seed),
     )
@@ -161,4 +185,12 @@ def validity_report(
     )
 
 
-__all__ = ["option_lengths", "samples", "source_mix", "task_validity", "validity_report"]
+__all__ = [
+    "option_lengths",
+    "patch_files",
+    "patch_overlap",
+    "samples",
+    "source_mix",
+    "task_validity",
+    "validity_report",
+]

@@ -37,6 +37,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -133,6 +134,16 @@ def char_grams(text: str, lo: int = 2, hi: int = 4) -> np.ndarray:
     return (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64)
 
 
+def _gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
+    ids, counts = np.unique(char_grams(text), return_counts=True)
+    return ids, counts
+
+
+#: Options (short texts) are analysed by several vectorisers and every AF round: their counts are cached.
+_CACHED_CHARS = 4000
+_short_counts = lru_cache(maxsize=1 << 15)(_gram_counts)
+
+
 class CharGrams:
     """TF-IDF over `char_grams` (sublinear tf, smoothed idf, L2 rows), scikit-learn's conventions.
 
@@ -147,7 +158,7 @@ class CharGrams:
 
     @staticmethod
     def _counts(docs: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        return [np.unique(char_grams(d), return_counts=True) for d in docs]
+        return [_short_counts(d) if len(d) <= _CACHED_CHARS else _gram_counts(d) for d in docs]
 
     def _fit(self, counts: Sequence[tuple[np.ndarray, np.ndarray]]) -> CharGrams:
         ids = [c[0] for c in counts]
@@ -358,23 +369,30 @@ def signature_scores(
 _PUNCT = re.compile(r"[^\w\s]")
 
 
-def shape_features(text: str) -> list[float]:
-    """Dense option-only shape features."""
+_TRAILING = re.compile(r"[ \t]+(?:\n|$)")
+
+
+@lru_cache(maxsize=1 << 16)
+def shape_features(text: str) -> tuple[float, ...]:
+    """Dense option-only shape features (cached: every learned kind and every AF round asks again)."""
     n = max(1, len(text))
     words = text.split()
-    return [
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    lower = np.frombuffer(text.lower().encode("utf-32-le"), dtype=np.uint32)
+    upper = int((codes != lower).sum()) if len(lower) == len(codes) else sum(c.isupper() for c in text)
+    return (
         math.log1p(len(text)),
         math.log1p(text.count("\n")),
         math.log1p(len(words)),
         len(_PUNCT.findall(text)) / n,
-        sum(c.isdigit() for c in text) / n,
-        sum(c.isupper() for c in text) / n,
-        float(bool(re.search(r"[ \t]+(?:\n|$)", text))),
+        int(((codes >= 48) & (codes <= 57)).sum()) / n,
+        upper / n,
+        float(bool(_TRAILING.search(text))),
         float(text.count("**")),
         float(text[:1].isspace()),
         float(text.rstrip()[-1:] in ".;:!?。" if text.strip() else 0.0),
         math.log1p(max((len(w) for w in words), default=0)),
-    ]
+    )
 
 
 class Featuriser:
@@ -396,39 +414,32 @@ class Featuriser:
         self.scale = np.ones(1)
         self.ok = True
 
-    def fit(self, items: Sequence[Item]) -> Featuriser:
-        texts = [t for it in items for t in it.texts]
-        if self.kind == "structure":
-            self.dicts.fit([structure_features(t) for t in texts] + [{"": 0.0}])
-            return self
-        try:
-            self.char.fit(texts)
-            self.words.fit(
-                texts + ([context_part(it.context, "full") for it in items] if self.kind == "pair" else [])
-            )
-        except ValueError:
-            self.ok = False
-            return self
-        dense = np.array([shape_features(t) for t in texts])
-        self.scale = np.where(dense.std(axis=0) > 0, dense.std(axis=0), 1.0)
-        return self
-
-    def transform(
+    def fit_transform(
         self, items: Sequence[Item], lexical: Mapping[str, Sequence[np.ndarray]] | None = None
     ) -> tuple[sparse.csr_matrix, np.ndarray]:
-        """Sparse n-gram rows and dense rows (shape, cosines, structure) of every text of every item, stacked."""
+        """Fit on the items' texts (and contexts), and their sparse n-gram rows and dense rows (shape,
+        cosines, structure) of every text of every item, stacked; each text is analysed once."""
         texts = [t for it in items for t in it.texts]
         if self.kind == "structure":
-            dense = self.dicts.transform([structure_features(t) for t in texts]).toarray()
-            return sparse.csr_matrix((len(texts), 0)), dense
-        if not self.ok:
+            feats = [structure_features(t) for t in texts]
+            self.dicts.fit([*feats, {"": 0.0}])
+            return sparse.csr_matrix((len(texts), 0)), self.dicts.transform(feats).toarray()
+        full = [context_part(it.context, "full") for it in items] if self.kind == "pair" else []
+        try:
+            chars = self.char.fit_transform(texts)
+            both = self.words.fit_transform(texts + full).tocsr()
+            both.sort_indices()  # as `transform` leaves them: SGD sums in index order
+        except ValueError:
+            self.ok = False
             return sparse.csr_matrix((len(texts), 0)), np.zeros((len(texts), 0))
-        dense = np.array([shape_features(t) for t in texts]).reshape(len(texts), -1) / self.scale
-        chars, words = self.char.transform(texts), self.words.transform(texts)
+        dense = np.array([shape_features(t) for t in texts]).reshape(len(texts), -1)
+        self.scale = np.where(dense.std(axis=0) > 0, dense.std(axis=0), 1.0)
+        dense = dense / self.scale
+        words = both[: len(texts)]
         blocks = [chars, words * 0.3]
         if self.kind == "pair":
             owner = np.repeat(np.arange(len(items)), [len(it.texts) for it in items])
-            ctx_words = self.words.transform([context_part(it.context, "full") for it in items])[owner]
+            ctx_words = both[len(texts) :][owner]
             ctx_chars = self.char.transform([context_part(it.context, "tail") for it in items])[owner]
             blocks.append(words.multiply(ctx_words > 0).tocsr() * 0.3)
             blocks.append(chars.multiply(ctx_chars > 0).tocsr())
@@ -478,8 +489,7 @@ def featurise(
     items: Sequence[Item], kind: str, lexical: Mapping[str, Sequence[np.ndarray]] | None = None
 ) -> Features:
     """The rows `learned_scorer` fits and scores: they depend on the texts and contexts only."""
-    feat = Featuriser(kind).fit(items)
-    sp, dense = feat.transform(items, lexical)
+    sp, dense = Featuriser(kind).fit_transform(items, lexical)
     stacked = sparse.hstack([sp, sparse.csr_matrix(dense)], format="csr")
     at = _offsets(items)
     return Features(sp, dense, [stacked[at[i] : at[i + 1]] for i in range(len(items))], at)

@@ -5,14 +5,18 @@ or slow machine moves both sides): ingest against a plain `orjson` parse of the 
 tasks against plain calls, the LLM stage against the bare official SDK at 100 ms stand-in latency,
 a warm rebuild against a cold one, Dask against threads, rapidfuzz centrality against difflib,
 peak memory while ingesting more than 1 GB, offline generation time per gold step at 20,000
-gold steps against 1,000, and whole builds of 1,000 / 5,000 generated runs (20,000 with
-`APTFORGE_BENCH_SCALE_SIZES=1000,5000,20000`): time per run and peak RSS of the process tree.
-Each benchmark runs in its own process.
+gold steps against 1,000, and whole builds of 1,000 / 5,000 / 20,000 generated runs (fewer with
+`APTFORGE_BENCH_SCALE_SIZES=1000,5000`): time per run and peak RSS of the process tree.
+Each benchmark runs in its own process. `results.json` is rewritten (atomically) after each one,
+with an `acceptance` section of the figures the goals name; `--only scale llm` reruns some and keeps
+the others' figures from the last file (so a long run can be split).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -153,25 +157,84 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
     return out
 
 
+def acceptance(results: dict[str, dict]) -> dict[str, object]:
+    """The figures the acceptance lines name, by one flat key each (None: that benchmark did not run)."""
+    i, l_, o, sc = (results.get(k, {}) for k in ("ingest", "llm", "offline", "scale"))
+    dk = results.get("pipeline", {}).get("dask", {})
+    by_size = {
+        f"{r['runs']}_{r['runner']}": {
+            k: r[k] for k in ("per_run_ms", "peak_rss_mib", "wall_s", "floor_ratio")
+        }
+        for r in sc.get("sizes", [])
+    }
+    return {
+        "ingest_ratio": i.get("read_ratio"),
+        "ingest_peak_rss_mib": i.get("peak_rss_mib"),
+        "llm_ratio": l_.get("throughput_ratio"),
+        "llm_reask_ratio": l_.get("reasks", {}).get("throughput_ratio"),
+        "llm_stage_ratio_with_reasks": l_.get("stage", {}).get("throughput_ratio"),
+        "offline_per_step_ratio": o.get("ratio"),
+        "scale_time_per_run_ratio": sc.get("time_ratio"),
+        "scale_peak_rss_ratio": sc.get("rss_ratio"),
+        "scale_largest_peak_rss_mib": sc["sizes"][-1]["peak_rss_mib"] if sc.get("sizes") else None,
+        "scale_by_size": by_size,
+        "dask_identical": dk.get("identical"),
+    }
+
+
+RESULTS = HERE / "results.json"
+
+
+def write_results(results: dict[str, dict], target: Path = RESULTS) -> Path:
+    """`bench/results.json` (atomically): every benchmark's figures, the acceptance figures, the table."""
+    blob = {"results": results, "acceptance": acceptance(results), "table": rows(results)}
+    fd, tmp = tempfile.mkstemp(prefix=".results.json.", suffix=".tmp", dir=target.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(blob, indent=2) + "\n")
+    os.replace(tmp, target)
+    return target
+
+
+def previous_results(target: Path = RESULTS) -> dict[str, dict]:
+    """The benchmarks of the last `results.json` (kept for those this run does not redo)."""
+    try:
+        return dict(json.loads(target.read_text())["results"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 def main() -> int:
-    results: dict[str, dict] = {}
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    names = [name for name, _ in BENCHES]
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=names,
+        help="run these benchmarks only; the others' figures are kept from the last results.json",
+    )
+    args = parser.parse_args()
+    chosen = args.only or names
+    results: dict[str, dict] = previous_results() if args.only else {}
     failures = []
+    target = RESULTS
     with tempfile.TemporaryDirectory(prefix="aptforge-bench-") as tmp:
         for name, argv in BENCHES:
+            if name not in chosen:
+                continue
             print(f"== {name}", flush=True)
             data, code, seconds = _run(name, argv, Path(tmp))
             results[name] = {**data, "exit_code": code, "wall_s": round(seconds, 1)}
             if code != 0:
                 failures.append(name)
+            target = write_results(results)  # after each benchmark: a stopped run keeps what it measured
     table = rows(results)
     width = max(len(r[0]) for r in table) if table else 20
     print("\n" + f"{'figure':<{width}}  {'value':>22}  {'goal':<18} met")
     for figure, value, goal, met in table:
         mark = "" if met is None else ("yes" if met else "NO")
         print(f"{figure:<{width}}  {value:>22}  {goal:<18} {mark}")
-    (HERE / "results.json").write_text(json.dumps({"results": results, "table": table}, indent=2) + "\n")
     print(
-        f"\nwritten: {HERE / 'results.json'}"
+        f"\nwritten: {target}"
         + (f"; benchmarks that missed a goal: {', '.join(failures)}" if failures else "")
     )
     return 0

@@ -1,0 +1,74 @@
+"""`make bench` writes `bench/results.json`: every benchmark's figures plus the acceptance figures."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench_run():
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _results() -> dict[str, dict]:
+    scale_row = {"runner": "threads", "wall_s": 30.0, "floor_ratio": 90.0}
+    return {
+        "ingest": {"read_ratio": 1.8, "decode_ratio": 0.9, "input_gib": 1.05, "peak_rss_mib": 300.0},
+        "llm": {
+            **dict.fromkeys(
+                (
+                    "aptforge_ideal_ratio",
+                    "reference_ideal_ratio",
+                    "aptforge_cpu_per_1k_s",
+                    "reference_cpu_per_1k_s",
+                ),
+                0.9,
+            ),
+            "throughput_ratio": 0.97,
+            "stage": {"throughput_ratio": 0.93, "requests": 850},
+        },
+        "scale": {
+            "sizes": [
+                {**scale_row, "runs": 1000, "per_run_ms": 30.0, "peak_rss_mib": 900.0},
+                {**scale_row, "runs": 20000, "per_run_ms": 33.0, "peak_rss_mib": 1200.0},
+            ],
+            "time_ratio": 1.1,
+            "time_goal": 1.5,
+            "rss_ratio": 1.33,
+            "rss_goal": 1.5,
+            "rss_limit_mib": 2048,
+        },
+    }
+
+
+def test_results_json_holds_the_acceptance_figures(tmp_path: Path) -> None:
+    run = _bench_run()
+    target = run.write_results(_results(), tmp_path / "results.json")
+    blob = json.loads(target.read_text())
+    acc = blob["acceptance"]
+    assert acc["ingest_ratio"] == 1.8
+    assert acc["llm_stage_ratio_with_reasks"] == 0.93
+    assert acc["scale_largest_peak_rss_mib"] == 1200.0
+    assert acc["scale_by_size"]["20000_threads"]["per_run_ms"] == 33.0
+    assert acc["offline_per_step_ratio"] is None  # that benchmark did not run
+    met = {figure: ok for figure, _value, _goal, ok in blob["table"]}
+    assert met["ingest time / orjson parse (same bytes)"] is True
+    assert met["peak RSS of the process tree at 20,000 runs"] is True
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temp file left behind
+
+
+def test_a_partial_rerun_keeps_the_other_benchmarks(tmp_path: Path) -> None:
+    run = _bench_run()
+    target = tmp_path / "results.json"
+    run.write_results(_results(), target)
+    kept = run.previous_results(target)
+    assert kept["ingest"]["read_ratio"] == 1.8
+    target.write_text("{not json")
+    assert run.previous_results(target) == {}

@@ -236,6 +236,36 @@ def test_the_requests_per_minute_limit_spaces_requests(server, tmp_path):
     assert elapsed >= 0.9 and arrivals[-1] - arrivals[0] >= 0.9  # 2 at once, then 4 per second
 
 
+class _WatchedGenerator(OpenAIGenerator):
+    """Records, as each later prompt is built, how many requests the server had received by then."""
+
+    server: LLMStandInServer
+    seen: list[int]
+
+    def build_prompt(self, step, n, attempt=1, failure=None):
+        if attempt == 1 and step.step_index > 1:
+            deadline = time.monotonic() + 10  # the first request gets out while this thread waits
+            while not self.server.count(CHAT) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.seen.append(self.server.count(CHAT))
+        return super().build_prompt(step, n, attempt, failure)
+
+
+def test_a_shards_first_request_is_in_flight_before_its_later_prompts_are_built(server, tmp_path):
+    store = ResponseStore(tmp_path / "cache.sqlite")
+    client = OpenAIChat(openai.AsyncOpenAI(api_key=API_KEY, base_url=server.openai_base_url))
+    engine = LLMEngine(client, store, Ledger({}), Limiter(4))
+    gen = _WatchedGenerator(
+        runner=engine, ledger=engine.ledger, prompts=PromptLibrary.load(SCENARIO_PROMPTS), model="gpt-test"
+    )
+    gen.server, gen.seen = server, []
+    steps = [plan_step(i).model_copy(update={"step_index": i + 1}) for i in range(3)]
+    out = generate(gen, steps)
+    engine.close()
+    assert reasons(out) == [None] * 3
+    assert len(gen.seen) == 2 and gen.seen[0] >= 1  # not a barrier: the engine took the first job at once
+
+
 @pytest.mark.parametrize(("structured", "key"), [("auto", "tool_choice"), ("json_schema", "output_config")])
 def test_anthropic_generates_with_a_forced_tool_or_native_structured_output(
     server, tmp_path, structured, key

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import orjson
@@ -207,8 +207,9 @@ class BatchRunner:
             text = text.replace(secret, "***")
         return text
 
-    def run(self, jobs: Sequence[Job]) -> list[Outcome]:
+    def run(self, jobs: Iterable[Job]) -> list[Outcome]:
         """Every job's outcome; blocks until its batches end or `max_wait_s` passes."""
+        jobs = list(jobs)  # a batch is sent whole: take every job first
         tallies = [Tally() for _ in jobs]
         failures: list[LLMFailure | None] = [None] * len(jobs)
         done: dict[int, Outcome] = {}

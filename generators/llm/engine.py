@@ -28,7 +28,7 @@ import hashlib
 import heapq
 import itertools
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from functools import partial
@@ -338,14 +338,20 @@ class LLMEngine:
                 self._loop, self._thread = loop, thread
             return self._loop
 
-    def run(self, jobs: Sequence[Job]) -> list[Outcome]:
-        """Run jobs concurrently on the engine's loop; blocks; callable from any thread."""
-        if not jobs:
+    def run(self, jobs: Iterable[Job]) -> list[Outcome]:
+        """Run jobs concurrently on the engine's loop; blocks; callable from any thread.
+
+        Each job is handed to the loop as soon as `jobs` yields it, so a shard's first requests are
+        in flight while the caller still builds its later ones (prompt rendering is not a barrier).
+        """
+        if isinstance(jobs, Sequence) and not jobs:
             return []
         loop = self._ensure_loop()
         if threading.current_thread() is self._thread:
             raise RuntimeError("LLMEngine.run() called from its own loop; await arun() instead")
-        return asyncio.run_coroutine_threadsafe(self.arun(jobs), loop).result()
+        rank = next(self._runs)
+        futures = [asyncio.run_coroutine_threadsafe(self._job(job, rank), loop) for job in jobs]
+        return [future.result() for future in futures]
 
     async def arun(self, jobs: Sequence[Job]) -> list[Outcome]:
         """Run jobs concurrently on the current loop (their requests before those of later calls)."""

@@ -20,6 +20,7 @@ Whitespace fingerprints (trailing spaces, `**bold**`, a leading `(B)` letter) ar
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -256,11 +257,22 @@ class LLMDistractorGenerator:
     def generate(
         self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
     ) -> Iterator[Question | Problem]:
-        """One Question or Problem per step, in order; all LLM jobs of the shard run concurrently."""
+        """One Question or Problem per step, in order; all LLM jobs of the shard run concurrently,
+        each sent as soon as its prompt is built (the runner takes the jobs as they come)."""
         n = n_options - 1
         slots: list[Question | Problem | int] = []
-        jobs: list[Job] = []
         hashes: list[str] = []
+        jobs = self._jobs(steps, n, slots, hashes)
+        first = next(jobs, None)  # a shard without LLM jobs (completions only) needs no runner
+        outcomes = self.runner.run(itertools.chain([first], jobs)) if first is not None else []
+        for step, slot in zip(steps, slots, strict=True):
+            yield slot if not isinstance(slot, int) else self._question(step, outcomes[slot], hashes[slot])
+
+    def _jobs(
+        self, steps: Sequence[GoldStep], n: int, slots: list[Question | Problem | int], hashes: list[str]
+    ) -> Iterator[Job]:
+        """The LLM job of every step that needs one; fills `slots` (a Question or Problem made here, or
+        the job's index) and `hashes` (each job's prompt hash) as it goes."""
         for step in steps:
             if step.form == "completion":
                 slots.append(completion_question(step))
@@ -288,19 +300,14 @@ class LLMDistractorGenerator:
                     )
                 )
                 continue
-            slots.append(len(jobs))
+            slots.append(len(hashes))
             hashes.append(template.sha256)
-            jobs.append(
-                Job(
-                    step.step_id,
-                    step.task,
-                    partial(self._attempt, step, n, first),
-                    partial(self._check, step, n),
-                )
+            yield Job(
+                step.step_id,
+                step.task,
+                partial(self._attempt, step, n, first),
+                partial(self._check, step, n),
             )
-        outcomes = self.runner.run(jobs) if jobs else []
-        for step, slot in zip(steps, slots, strict=True):
-            yield slot if not isinstance(slot, int) else self._question(step, outcomes[slot], hashes[slot])
 
     def _question(self, step: GoldStep, outcome: Outcome, prompt_hash: str) -> Question | Problem:
         if outcome.value is None:

@@ -20,7 +20,7 @@ from extractors.discovery import discover_extractors, discover_readers, lookup
 from extractors.ingest.bundles import scan_run_inputs
 from extractors.ingest.records import find_inputs
 from extractors.labels.reports import Reports, load_reports
-from flows import cache_keys, hygiene, stages
+from flows import cache_keys, hygiene, stages, work
 from flows import progress as progress_mod
 from flows.build_report import Timer
 from flows.config import BuildConfig, PrivacyConfig, TaskConfig
@@ -100,10 +100,9 @@ class ScrubbedRead(NamedTuple):
 
 
 def _shard_arg(config: BuildConfig, value: Any) -> Any:
-    """`value` as a shard task's argument: in `quote()` on the thread runner, so Prefect does not walk it
-    on every submit (it looks for futures inside arguments: the pool and the observed runs given to every
-    shard made that quadratic in the size of the build); as is on Dask, whose workers get a quote as a
-    bare tuple (and where the argument is serialised whole anyway)."""
+    """A shard's own data as its task's argument: in `quote()` on the thread runner, so Prefect does not
+    walk it for futures on submit; as is on Dask, whose workers get a quote as a bare tuple. What every
+    shard shares is passed as a path instead (`flows.work`), so no submit costs more than its shard."""
     return quote(value) if config.limits.task_runner == "threads" else value
 
 
@@ -130,27 +129,28 @@ def extract_shard(
     scenario: str,
     trajs: list[Trajectory],
     tasks: dict[str, ExtractOptions],
-    observed: Any = None,
+    observed: str = "",
     cache_key: str = "",
 ) -> tuple[list[GoldStep], list[Problem]]:
-    """Extract gold steps of every task from one shard of kept trajectories."""
-    return stages.extract_stage(
-        stages.make_extractor(discover_extractors()[scenario], observed), trajs, tasks
-    )
+    """Extract gold steps of every task from one shard of kept trajectories (`observed`: the path of
+    what the scenario observed of every labelled run, `flows.work.store`; "" when it observed nothing)."""
+    learnt = work.load(observed) if observed else None
+    return stages.extract_stage(stages.make_extractor(discover_extractors()[scenario], learnt), trajs, tasks)
 
 
 @task(name="generate-shard", cache_policy=NO_CACHE)
 def generate_shard(
     config: BuildConfig,
     golds: list[GoldStep],
-    pool: list[Any],
+    pool: str,
     n_options: int,
     generator: DistractorGenerator | None = None,
     cache_key: str = "",
 ) -> tuple[list[Question], list[Problem]]:
-    """Pose one shard of gold steps as questions (with the build's shared generator when given)."""
+    """Pose one shard of gold steps as questions (with the build's shared generator when given);
+    `pool` is the path of the task's distractor pool (`flows.work.store`)."""
     discover_extractors()  # a Dask worker is another process: register the TaskSpecs there too
-    return stages.generate_stage(generator or make_generator(config), golds, pool, n_options)
+    return stages.generate_stage(generator or make_generator(config), golds, work.load(pool), n_options)
 
 
 @task(name="enqueue-for-review", cache_policy=NO_CACHE)
@@ -310,7 +310,7 @@ def resolve_scenario(config: BuildConfig) -> Scenario:
 
 def clean_outputs(config: BuildConfig) -> None:
     """Remove what a killed run was writing (its process is gone) from the output and cache folders."""
-    for folder in (config.output_dir(), Path(config.out_dir) / ".cache"):
+    for folder in (config.output_dir(), Path(config.out_dir) / ".cache", work.work_dir(config.out_dir)):
         clean_stale_temps(folder)
 
 
@@ -388,17 +388,20 @@ def extract_golds(
         shards = chunks(kept.kept, max(1, config.limits.shard_size // 4))
         extractor_task = _cached(extract_shard, config)
         observed_key = cache_keys.trajectories_key(kept.labelled) if observed is not None else ""
+        observed_ref = work.store(config.out_dir, "observed", observed_key, observed) if observed_key else ""
+        del observed  # the shards read it from its file (on Dask, each worker process once)
         futures = [
             extractor_task.submit(
                 config.scenario,
                 _shard_arg(config, s),
                 options,
-                _shard_arg(config, observed),
+                observed_ref,
                 cache_keys.extract_key(scenario.extractor, s, options, observed_key),
             )
             for s in shards
         ]
         extracted = _gather(futures, "extract", progress_mod.current())
+        work.forget()
     return [g for gs, _ in extracted for g in gs], [p for _, ps in extracted for p in ps]
 
 
@@ -420,13 +423,15 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
                 task_golds = [g for g in golds if g.task == name]
                 pool = stages.pool_of(task_golds)
                 pool_key = cache_keys.pool_key(pool)
+                pool_ref = work.store(config.out_dir, f"pool-{name}", pool_key, pool)
+                del pool  # the shards read it from its file (on Dask, each worker process once)
                 shards = chunks(task_golds, config.limits.shard_size)
                 keys = [
                     cache_keys.generate_key(config, generator, s, pool_key, spec.n_options) for s in shards
                 ]
                 futures = [
                     generator_task.submit(
-                        config, _shard_arg(config, s), _shard_arg(config, pool), spec.n_options, shared, key
+                        config, _shard_arg(config, s), pool_ref, spec.n_options, shared, key
                     )
                     for s, key in zip(shards, keys, strict=True)
                 ]
@@ -439,6 +444,7 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
                     if key and any(retry_next_run(p) for p in ps):
                         _forget_shard(config, key)  # a spent budget or a failed request: the next run retries
         finally:
+            work.forget()
             usage = generator.usage_report()
             generator.close()
     return Posed(questions, problems, usage)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 
 import pytest
 
@@ -65,7 +66,13 @@ WORDS = [
 
 
 def _question(
-    k: int, task: str, gold: str, distractors: list[str], reserve: list[str], context: str
+    k: int,
+    task: str,
+    gold: str,
+    distractors: list[str],
+    reserve: list[str],
+    context: str,
+    reserve_source: str = "other_run",
 ) -> Question:
     return Question(
         item_id=content_id(task, k),
@@ -79,7 +86,7 @@ def _question(
         options=(gold, *distractors),
         gold_index=0,
         distractors=tuple(Distractor(text=d, origin=f"other_run:{k}:{i}") for i, d in enumerate(distractors)),
-        reserve=tuple(Distractor(text=r, origin=f"same_instance:{k}:{i}") for i, r in enumerate(reserve)),
+        reserve=tuple(Distractor(text=r, origin=f"{reserve_source}:r{k}:{i}") for i, r in enumerate(reserve)),
         provenance=Provenance(source_file=f"run{k}.json", source_format="planted", extractor="planted"),
     )
 
@@ -151,22 +158,77 @@ PLANTED = [
 ]
 
 
+#: Enough items that the audit's bound is chance + 10 points exactly and a learned rule's
+#: cross-validated accuracy varies by a few points only: the planted tell is found at >= 90% and
+#: filtering leaves it well under the bound, whatever the seed (not a coin flip at the boundary).
+PLANTED_ITEMS = 150
+
+
 @pytest.mark.parametrize(("task", "make", "baseline"), PLANTED, ids=[p[0] for p in PLANTED])
 def test_each_baseline_finds_its_planted_shortcut_and_filtering_removes_it(task, make, baseline):
     rng = random.Random(task)
-    questions = [make(rng, k) for k in range(80)]
+    questions = [make(rng, k) for k in range(PLANTED_ITEMS)]
     planted = _audit(questions)
-    assert planted.accuracy[baseline] > 0.9 and baseline in planted.exceeded
+    assert planted.accuracy[baseline] >= 0.9 and baseline in planted.exceeded
+    assert planted.bounds[baseline] == pytest.approx(planted.chance + 0.10)
 
     filtered, dropped, stats = adversarial_filter(questions, seed=3)
     after = _audit(filtered)
-    assert after.accuracy[baseline] <= after.bounds[baseline], (baseline, after.accuracy[baseline])
+    assert after.accuracy[baseline] <= after.bounds[baseline] - 0.03, (baseline, after.accuracy[baseline])
     assert not after.exceeded, after.why()
-    assert stats[task].replaced > 0 and stats[task].candidates_scored >= stats[task].replaced
-    assert stats[task].items == 80 and stats[task].dropped == len(dropped) == 80 - len(filtered)
-    assert len(filtered) >= 64  # the reserve can hide every tell: few items are dropped
+    assert stats[task].replaced >= PLANTED_ITEMS and stats[task].candidates_scored >= stats[task].replaced
+    assert stats[task].items == PLANTED_ITEMS and stats[task].dropped == len(dropped)
+    assert (
+        len(filtered) == PLANTED_ITEMS - len(dropped) >= 0.9 * PLANTED_ITEMS
+    )  # the reserve hides every tell
     assert all(not q.reserve and q.options[q.gold_index] == q.gold for q in filtered)
     assert all(len(set(q.options)) == len(q.options) == 4 for q in filtered)
+
+
+def _no_tell(rng: random.Random, k: int, reserve_source: str) -> Question:
+    def option() -> str:
+        return "check the " + _phrase(rng, 5)
+
+    return _question(
+        k,
+        "sources",
+        option(),
+        [option() for _ in range(3)],
+        [option() for _ in range(6)],
+        _phrase(rng, 12),
+        reserve_source,
+    )
+
+
+def _shown_sources(questions: list[Question]) -> Counter:
+    return Counter(d.origin.split(":", 1)[0] for q in questions for d in q.distractors)
+
+
+@pytest.mark.parametrize("source", ["same_instance", "rule", "same_run"])
+def test_equally_hard_candidates_from_the_items_own_run_or_instance_replace_those_from_other_runs(source):
+    rng = random.Random(source)
+    questions = [_no_tell(rng, k, source) for k in range(60)]
+    filtered, _, stats = adversarial_filter(questions, seed=2)
+    shown = _shown_sources(filtered)
+    assert shown[source] >= 0.9 * sum(shown.values()), shown
+    assert stats["sources"].replaced >= 0.9 * 3 * len(filtered)
+    assert not _audit(filtered).exceeded
+
+
+def test_a_better_source_never_brings_back_a_tell():
+    """The items' own-run candidates are all short, so showing them would make the gold the longest
+    option: the source preference gives way to the bound."""
+    rng = random.Random(9)
+    questions = []
+    for k in range(120):
+        gold = "edit the " + _phrase(rng, 8)
+        same_length = ["edit the " + _phrase(rng, 8) for _ in range(3)]
+        short = ["edit the " + _phrase(rng, 2) for _ in range(6)]
+        questions.append(_question(k, "sources", gold, same_length, short, _phrase(rng, 12), "same_instance"))
+    filtered, _, _ = adversarial_filter(questions, seed=2)
+    after = _audit(filtered)
+    assert after.accuracy["longest"] <= after.bounds["longest"] and not after.exceeded, after.why()
+    assert _shown_sources(filtered)["same_instance"] <= 1.5 * len(filtered)  # about one per item, not three
 
 
 def test_filtering_is_byte_for_byte_deterministic_for_a_seed():

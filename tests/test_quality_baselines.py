@@ -133,7 +133,7 @@ def test_hashed_character_grams_equal_scikit_learns_char_wb_tfidf():
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from generators.quality.scorers import CharGrams
+    from generators.quality.grams import CharGrams
 
     docs = [
         "I need to run `pytest -x tests/test_a.py` again",
@@ -143,9 +143,9 @@ def test_hashed_character_grams_equal_scikit_learns_char_wb_tfidf():
         "diff --git a/src/mod.py b/src/mod.py\n@@ -1,3 +1,4 @@\n-    return a < b\n+    return a <= b",
     ]
     ref = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True).fit(docs)
-    ours = CharGrams().fit(docs)
-    a, b = ref.transform(docs), ours.transform(docs)
+    ours = CharGrams().fit_docs(docs)
+    a, b = ref.transform(docs), ours.transform_docs(docs)
     assert a.shape[1] == b.shape[1]  # one column per distinct gram: no hash collision here
     np.testing.assert_allclose((a @ a.T).toarray(), (b @ b.T).toarray(), atol=1e-9)
-    kept = CharGrams(min_df=2, max_features=5).fit(docs)
-    assert len(kept.columns) == 5 and kept.transform(["zzzz qqqq"]).nnz == 0
+    kept = CharGrams(min_df=2, max_features=5).fit_docs(docs)
+    assert len(kept.columns) == 5 and kept.transform_docs(["zzzz qqqq"]).nnz == 0

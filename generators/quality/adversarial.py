@@ -4,15 +4,25 @@ The idea of SWAG/HellaSwag's adversarial filtering and of WinoGrande's AFLite, a
 for our cheap scorers: generators propose more candidates than an item shows (`Question.reserve`);
 for a few seeded rounds, the learned scorers are refitted on the current items (cross-fitted on
 folds that change every round, so an item is always scored by models that never saw it), every
-rule of the suite scores every candidate, and in each item that a rule still answers correctly
-a distractor is swapped for the reserve candidate that makes the item hardest: the one that
-lowers the number of rules picking the gold the most. Only rules whose task accuracy is above
-their target (chance + `slack`) count in full, and a rule leaves that set as soon as it reaches
-it, so filtering stops at chance instead of turning a tell around (gold never the longest is a
-tell too); rules at target still weigh a little, so a swap does not feed one rule to starve
-another. After the rounds, rules still over their bound lose the items they solve, most-solved
+rule of the suite scores every candidate, and in each item a distractor is swapped for the reserve
+candidate that makes the task hardest: the one that brings the rules' accuracies closest to their
+band. Only rules whose task accuracy is above their target (chance + `slack`) count in full, and a
+rule leaves that set as soon as it reaches it, so filtering stops at chance instead of turning a
+tell around (gold never the longest is a tell too); rules below chance - `slack` count the other
+way. Among swaps equally hard (within `prefer_within` items' credit), the one bringing in a
+candidate from the item's own run or instance (`PREFERRED`: rule-made, same run, same instance)
+wins over one from another run; a swap that leaves every band as it is is still made for such a
+better source, or when it lowers the learned rules' graded view of the gold (`_soft`: the share of
+distractors they score below it), which is what a refitted model would still find. Rounds stop
+early when every rule is in its band and no better-sourced candidate is left, or when a round
+swaps nothing. After the rounds, rules still over their bound lose the items they solve, most-solved
 first, until they are back at target (AFLite's removal of predictable instances), at most
 `max_drop` of the task; those items become `too_easy` Problems. Then `reserve` is cleared.
+
+Cost: every text and context of a task is analysed once (`scorers.task_grams`: hashed gram counts);
+rounds refit the TF-IDF weights and the linear models on those counts, the naive Bayes is a sparse
+product, and swaps are scored item by item with numpy over all the item's trial option sets. Memory
+is the non-zeros of the counts (never an items x vocabulary dense matrix).
 
 Deterministic: items are visited in an order seeded by `seed`, round and item id; ties between
 swaps go to the candidate the generator preferred (reserve order); the learned scorers use
@@ -22,30 +32,40 @@ seeded SGD.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 
 from generators.quality.baselines import (
     RANK_DIMENSIONS,
-    RANK_TAGS,
     Bounds,
     Mcq,
     TaskBaselines,
     bound_for,
-    no_context_weights,
-    option_features,
     similarity_matrix,
     task_baselines,
     text_features,
 )
 from generators.quality.gates import context_text
-from generators.quality.scorers import SUITE, Item, ItemView, SuiteFeatures, item_views, suite_features
+from generators.quality.scorers import (
+    SUITE,
+    Item,
+    ItemView,
+    SuiteFeatures,
+    TaskGrams,
+    item_views,
+    suite_features,
+    task_grams,
+)
 from schemas import Distractor, Problem, Question, content_id
+from schemas.steps import candidate_source
 from schemas.tasks import find_spec
 from schemas.validity import AdversarialTask
 
+PREFERRED = frozenset({"rule", "same_run", "same_instance"})
+"""Candidate sources of the item's own run or instance: preferred when equally hard (`Settings.prefer_within`)."""
 OPTION_ONLY = ("longest", "shortest", "central", "outlier", "no_context")
 RULES = (*OPTION_ONLY, *SUITE)
 """The rules filtering works against (`position` is left to balancing)."""
@@ -68,6 +88,12 @@ class Settings(NamedTuple):
     """Drop the items a rule still solves when it ends over its bound."""
     drop_margin: float = 0.02
     """... or within this much of its bound (the audit refits the learned rules on the kept items)."""
+    prefer_within: float = 1.0
+    """Trials within this many items' credit (on one rule) of the best swap count as equally hard;
+    among them the one bringing a distractor from the item's own run or instance (`PREFERRED`) wins."""
+    soft_gain: float = 0.1
+    """A swap that leaves every rule's band as it is is still made when it lowers the learned rules'
+    graded view of the gold (`_soft`) by this much: the residual tells a refitted model would find."""
     max_drop: float = 0.3
     """Never drop more than this share of a task: a task the reserve cannot fix stays flagged (and
     publish refuses it) rather than silently shrinking to nothing."""
@@ -120,7 +146,18 @@ class _State:
             self.shown.append([0, *range(1, len(q.distractors) + 1)])
             self.tokens.append(np.array(similarity_matrix(texts)))
         self.lengths = [np.array([float(len(t)) for t in texts]) for texts in self.texts]
+        self.lines = [np.array([float(t.count("\n")) for t in texts]) for texts in self.texts]
+        self.offsets = np.concatenate([[0], np.cumsum([len(t) for t in self.texts])]).astype(np.int64)
         self.contexts = [context_text(q.fields, find_spec(q.scenario, q.task)) for q in self.questions]
+        self.preferred = [[int(candidate_source(o) in PREFERRED) for o in origins] for origins in self.origin]
+
+    def can_prefer(self) -> bool:
+        """Whether some item shows a distractor from elsewhere and holds a better-sourced spare."""
+        for shown, pref in zip(self.shown, self.preferred, strict=True):
+            spare = set(range(len(pref))) - set(shown)
+            if any(pref[j] == 0 for j in shown[1:]) and any(pref[j] for j in spare):
+                return True
+        return False
 
     def items(self) -> list[Item]:
         return [
@@ -172,15 +209,72 @@ class _Scores(NamedTuple):
     lines: np.ndarray
 
 
-def _nb_weights(state: _State, seed: object, folds: int) -> tuple[list[Callable[[str], float]], list[int]]:
-    """`no_context` refitted on the items as they are now, on folds of this round."""
-    feats = []
-    for i, shown in enumerate(state.shown):
-        opts = [state.texts[i][j] for j in shown]
-        feats.append(option_features(opts, _mean_others(state.tokens[i], shown)))
-    k = max(2, min(folds, len(feats)))
-    fold = [int(content_id("nb-fold", seed, q.item_id), 16) % k for q in state.questions]
-    return no_context_weights(feats, [0] * len(feats), fold, k), fold
+class _NaiveBayes:
+    """`no_context` (`baselines.no_context_weights`) refitted every round, vectorised: each text's
+    own features (words, CJK bigrams, shape) are found once per task as a sparse 0/1 matrix; the
+    rank tags (length, centrality, lines among the shown options) are counted per round."""
+
+    def __init__(self, state: _State) -> None:
+        index: dict[str, int] = {}
+        rows, cols = [], []
+        for r, text in enumerate(t for texts in state.texts for t in texts):
+            for f in sorted(text_features(text)):
+                rows.append(r)
+                cols.append(index.setdefault(f, len(index)))
+        self.offsets = np.concatenate([[0], np.cumsum([len(t) for t in state.texts])]).astype(np.int64)
+        self.matrix = sparse.csr_matrix(
+            (np.ones(len(rows)), (rows, cols)), shape=(int(self.offsets[-1]), max(1, len(index)))
+        )
+
+    def fit(self, state: _State, seed: object, folds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per text, its own features' weight under its item's fold; per item, the rank tags'
+        weights (dimensions x tags); and the items' folds."""
+        n = len(state.shown)
+        k = max(2, min(folds, n))
+        fold = np.array([int(content_id("nb-fold", seed, q.item_id), 16) % k for q in state.questions])
+        gold_rows = self.offsets[:-1]
+        dis_rows = np.array(
+            [self.offsets[i] + j for i, sh in enumerate(state.shown) for j in sh[1:]], dtype=np.int64
+        )
+        dis_fold = np.repeat(fold, [len(sh) - 1 for sh in state.shown])
+        gold = (
+            sparse.csr_matrix((np.ones(n), (fold, gold_rows)), shape=(k, self.matrix.shape[0])) @ self.matrix
+        )
+        dis = (
+            sparse.csr_matrix((np.ones(len(dis_rows)), (dis_fold, dis_rows)), shape=(k, self.matrix.shape[0]))
+            @ self.matrix
+        )
+        rank_gold, rank_dis = np.zeros((k, len(RANK_DIMENSIONS), 3)), np.zeros((k, len(RANK_DIMENSIONS), 3))
+        for i, shown in enumerate(state.shown):
+            for d, tags in enumerate(_shown_rank_tags(state, i, shown)):
+                rank_gold[fold[i], d, tags[0]] += 1
+                np.add.at(rank_dis[fold[i], d], tags[1:], 1)
+        n_gold = np.bincount(fold, minlength=k).astype(float)
+        n_dis = np.bincount(dis_fold, minlength=k).astype(float)
+        weights = _log_odds(gold.toarray(), dis.toarray(), n_gold, n_dis)
+        rank = _log_odds(rank_gold.reshape(k, -1), rank_dis.reshape(k, -1), n_gold, n_dis)
+        text_fold = np.repeat(fold, np.diff(self.offsets))
+        per_text = np.asarray(self.matrix @ weights.T)[np.arange(self.matrix.shape[0]), text_fold]
+        return per_text, rank.reshape(k, len(RANK_DIMENSIONS), 3)[fold], fold
+
+
+def _log_odds(gold: np.ndarray, dis: np.ndarray, n_gold: np.ndarray, n_dis: np.ndarray) -> np.ndarray:
+    """Per fold (rows) and feature: gold-vs-distractor log-odds learned on the other folds, with
+    add-one smoothing, as `baselines.no_context_weights`."""
+    g = gold.sum(axis=0) - gold
+    d = dis.sum(axis=0) - dis
+    g_all = (n_gold.sum() - n_gold)[:, None]
+    d_all = (n_dis.sum() - n_dis)[:, None]
+    pg, pd = (g + 1) / (g_all + 2), (d + 1) / (d_all + 2)
+    return np.log(pg / pd) - np.log((1 - pg) / (1 - pd))
+
+
+def _shown_rank_tags(state: _State, i: int, shown: Sequence[int]) -> np.ndarray:
+    """Rank tags (0 top, 1 bottom, 2 mid) of the shown options by length, centrality and lines."""
+    values = np.vstack(
+        [state.lengths[i][shown], np.array(_mean_others(state.tokens[i], shown)), state.lines[i][shown]]
+    )
+    return _rank_tags(values)
 
 
 def _mean_others(sims: np.ndarray, shown: Sequence[int]) -> list[float]:
@@ -190,7 +284,11 @@ def _mean_others(sims: np.ndarray, shown: Sequence[int]) -> list[float]:
 
 
 def _item_scores(
-    state: _State, i: int, view: ItemView, codes: dict[tuple[object, ...], int], nb: Callable[[str], float]
+    state: _State,
+    i: int,
+    view: ItemView,
+    codes: dict[tuple[object, ...], int],
+    nb: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> _Scores:
     lengths = state.lengths[i]
     cols = [lengths, -lengths]
@@ -198,16 +296,16 @@ def _item_scores(
         cols += [view.lexical[key], -view.lexical[key]]
     cols += [view.learned["option_lr"], view.learned["context_lr"], view.learned["structure_lr"]]
     sig = np.array([codes.setdefault(s, len(codes)) if s else -1 for s in view.signatures])
-    nb_text = np.array([sum(nb(x) for x in text_features(t)) for t in state.texts[i]])
-    nb_rank = np.array([[nb(f"{dim}:{tag}") for tag in RANK_TAGS] for dim in RANK_DIMENSIONS])
-    lines = np.array([float(t.count("\n")) for t in state.texts[i]])
-    return _Scores(np.column_stack(cols), state.tokens[i], view.chars, sig, nb_text, nb_rank, lines)
+    per_text, rank, _ = nb
+    nb_text = per_text[state.offsets[i] : state.offsets[i + 1]]
+    return _Scores(np.column_stack(cols), state.tokens[i], view.chars, sig, nb_text, rank[i], state.lines[i])
 
 
 def _rank_tags(values: np.ndarray) -> np.ndarray:
-    """Per trial and option: 0 unique max (top), 1 unique min (bottom), 2 otherwise (as `baselines._rank_tag`)."""
-    top = np.isclose(values, values.max(axis=1, keepdims=True), rtol=0, atol=1e-12)
-    bottom = np.isclose(values, values.min(axis=1, keepdims=True), rtol=0, atol=1e-12)
+    """Per row (trial) and option: 0 unique max (top), 1 unique min (bottom), 2 otherwise (as
+    `baselines._rank_tag`, whose tags `RANK_TAGS` lists in this order)."""
+    top = np.abs(values - values.max(axis=1, keepdims=True)) <= 1e-12
+    bottom = np.abs(values - values.min(axis=1, keepdims=True)) <= 1e-12
     tags = np.full(values.shape, 2)
     tags[bottom & (bottom.sum(axis=1, keepdims=True) == 1)] = 1
     tags[top & (top.sum(axis=1, keepdims=True) == 1)] = 0
@@ -217,7 +315,7 @@ def _rank_tags(values: np.ndarray) -> np.ndarray:
 def _credit(values: np.ndarray) -> np.ndarray:
     """values: trials x k x rules; the gold is position 0. Credit of the argmax rule, ties shared."""
     top = values.max(axis=1, keepdims=True)
-    at_top = np.isclose(values, top, rtol=0, atol=1e-9)
+    at_top = np.abs(values - top) <= 1e-9
     return np.where(at_top[:, 0, :], 1.0 / at_top.sum(axis=1), 0.0)
 
 
@@ -243,15 +341,90 @@ def trial_credits(sc: _Scores, trials: np.ndarray) -> np.ndarray:
     return _credit(np.concatenate(parts, axis=2))  # columns in `_ORDER`
 
 
-def _measure(state: _State, bounds: Bounds) -> TaskBaselines:
-    """The baselines as the audit measures the items: their shown options only, the audit's folds."""
+def _measure(state: _State, bounds: Bounds, counted: TaskGrams) -> TaskBaselines:
+    """The baselines as the audit measures the items: their shown options only, the audit's folds
+    (the counts of every text and context, taken once for the task, are reused)."""
     return task_baselines(
         [
             Mcq(q.item_id, tuple(state.texts[i][j] for j in state.shown[i]), 0, state.contexts[i])
             for i, q in enumerate(state.questions)
         ],
         bounds,
+        counted=counted.shown(state.shown),
     )
+
+
+_LEARNED = np.array([_COLUMN[name] for name in ("option_lr", "context_lr", "structure_lr")])
+
+
+def _soft(sc: _Scores, trials: np.ndarray) -> np.ndarray:
+    """Per trial: over the learned rules, the share of distractors scored below the gold (ties half),
+    summed. A graded view of what a refitted model would still find (0.5 per rule when nothing sets
+    the gold apart), where the 0/1 credit of the argmax moves only when the top option changes."""
+    values = sc.independent[trials][:, :, _LEARNED]  # m x k x learned
+    gold = values[:, :1, :]
+    rest = values[:, 1:, :]
+    below = (rest < gold - 1e-9).mean(axis=1) + 0.5 * (np.abs(rest - gold) <= 1e-9).mean(axis=1)
+    return below.sum(axis=1)
+
+
+def _trials(state: _State, i: int, chars: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
+    """Every option set one swap away from item `i`'s (a reserve text in a distractor's slot, never a
+    near-duplicate of the other shown options), and the gain in better-sourced distractors of each."""
+    shown = state.shown[i]
+    k = len(shown)
+    spare = np.array([j for j in range(1, len(state.texts[i])) if j not in shown], dtype=np.int64)
+    if not len(spare) or k < 2:
+        return np.zeros((0, k), dtype=np.int64), np.zeros(0)
+    sims = chars[np.ix_(spare, shown)]  # spare x shown
+    pref = np.asarray(state.preferred[i])
+    rows, gain = [], []
+    for slot in range(1, k):
+        ok = spare[np.delete(sims, slot, axis=1).max(axis=1) < near]
+        block = np.tile(np.asarray(shown, dtype=np.int64), (len(ok), 1))
+        block[:, slot] = ok
+        rows.append(block)
+        gain.append(pref[ok] - pref[shown[slot]])
+    return np.vstack(rows), np.concatenate(gain)
+
+
+class _Band:
+    """Which swap of one item to make, given the task's rule accuracies and their band."""
+
+    def __init__(self, lo: float, hi: float, n: int, settings: Settings) -> None:
+        self.lo, self.hi, self.n = lo, hi, n
+        self.tie = settings.prefer_within / n
+        self.soft_gain = settings.soft_gain
+
+    def cost(self, acc: np.ndarray) -> np.ndarray:
+        return np.clip(acc - self.hi, 0, None).sum(axis=-1) + np.clip(self.lo - acc, 0, None).sum(axis=-1)
+
+    def pick(
+        self,
+        acc: np.ndarray,
+        mine: np.ndarray,
+        got: np.ndarray,
+        pref: np.ndarray,
+        soft: np.ndarray,
+        now_soft: float,
+    ) -> int | None:
+        """The trial to take, or None. Lexicographic: the band cost of the task (a trial within
+        `prefer_within` items' credit of the best counts as equally hard), then more distractors from
+        the item's own run or instance, then the graded learned-rule view, then the reserve order.
+        A trial that leaves the cost as it is is taken only for a better source or a clearly softer
+        learned-rule view."""
+        cost = self.cost(acc + (got - mine) / self.n)
+        now = float(self.cost(acc))
+        improving = cost < now - 1e-12
+        if improving.any():
+            pool = improving & (cost <= cost[improving].min() + self.tie)
+        else:
+            pool = (cost <= now + 1e-12) & ((pref > 0) | (soft < now_soft - self.soft_gain))
+        idx = np.flatnonzero(pool)
+        if not len(idx):
+            return None
+        key = np.lexsort((idx, soft[idx].round(9), cost[idx].round(12), -pref[idx]))
+        return int(idx[key[0]])
 
 
 def _band_cost(acc: np.ndarray, lo: float, hi: float) -> float:
@@ -273,15 +446,16 @@ def filter_task(
     scored = replaced = 0
     done_rounds = 0
     credits = np.zeros((n, len(_ORDER)))
-    views: list[ItemView] = []
+    counted = task_grams(state.items())
+    bayes = _NaiveBayes(state)
     features: SuiteFeatures | None = None
     for rnd in range(settings.rounds):
         salt: object = (seed, rnd)
-        features = features or suite_features(state.items())
+        features = features or suite_features(state.items(), counted)
         views = item_views(state.items(), settings.folds, salt=salt, features=features)
         codes: dict[tuple[object, ...], int] = {}
-        nb, nb_fold = _nb_weights(state, salt, settings.folds)
-        scores = [_item_scores(state, i, views[i], codes, nb[nb_fold[i]]) for i in range(n)]
+        nb = bayes.fit(state, salt, settings.folds)
+        scores = [_item_scores(state, i, views[i], codes, nb) for i in range(n)]
         credits = (
             np.vstack([trial_credits(scores[i], np.array([state.shown[i]]))[0] for i in range(n)])
             if n
@@ -290,36 +464,36 @@ def filter_task(
         acc = credits.mean(axis=0) if n else np.zeros(len(_ORDER))
         if rnd == 0 and n:  # as the filter scores them (its vectorisers also see the reserve)
             before = {name: float(acc[_COLUMN[name]]) for name in RULES}
-        if _band_cost(acc, lo, hi) == 0:
-            break
+        if _band_cost(acc, lo, hi) == 0 and not state.can_prefer():
+            break  # every rule within its band and no better-sourced candidate to bring in
         done_rounds += 1
+        band = _Band(lo, hi, n, settings)
         order = sorted(range(n), key=lambda i: content_id(seed, "af", rnd, state.questions[i].item_id))
+        swaps = 0
         for i in order:
             for _ in range(settings.swaps_per_item):
-                shown = state.shown[i]
-                spare = [j for j in range(1, len(state.texts[i])) if j not in shown]
-                trials = []
-                for slot in range(1, len(shown)):
-                    others = [j for x, j in enumerate(shown) if x != slot]
-                    for j in spare:
-                        if views[i].chars[j, others].max() < settings.near_duplicate:
-                            trials.append([*shown[:slot], j, *shown[slot + 1 :]])
-                if not trials:
+                trials, pref = _trials(state, i, views[i].chars, settings.near_duplicate)
+                if not len(trials):
                     break
-                got = trial_credits(scores[i], np.array(trials))
+                got = trial_credits(scores[i], trials)
                 scored += len(trials)
-                costs = [_band_cost(acc + (g - credits[i]) / n, lo, hi) for g in got]
-                best = int(np.argmin(costs))
-                if costs[best] >= _band_cost(acc, lo, hi) - 1e-12:
+                now = np.array([state.shown[i]])
+                best = band.pick(
+                    acc, credits[i], got, pref, _soft(scores[i], trials), _soft(scores[i], now)[0]
+                )
+                if best is None:
                     break
-                state.shown[i] = trials[best]
-                replaced += 1
+                state.shown[i] = trials[best].tolist()
+                swaps += 1
                 acc = acc + (got[best] - credits[i]) / n
                 credits[i] = got[best]
+        replaced += swaps
+        if not swaps:
+            break
     kept = list(range(n))
     problems: list[Problem] = []
     if n:
-        final = _measure(state, bounds)
+        final = _measure(state, bounds, counted)
         per_item = [{name: final.scores[name][i] for name in RULES} for i in range(n)]
         after = {name: final.accuracy[name] for name in RULES}
         before = before or after

@@ -10,7 +10,7 @@ any subset of them without recomputing features. Rules, grouped as in issue 22:
     boundaries) and `part` the context's last `TAIL_CHARS` characters (`tail`) or the whole context
     (`full`: its first `HEAD_CHARS` and last `FULL_TAIL_CHARS` characters). The vectoriser is fitted
     on the task's own texts (no labels). `most` answers the most similar option, `least` the least.
-(b) `option_lr`: an option-only logistic regression over character 2-4 grams, word unigrams (template
+(b) `option_lr`: an option-only logistic regression over character 2-4 grams, word 1-2 grams (template
     words) and shape features (length, lines, punctuation, digits, capitals, trailing spaces, bold
     markers), cross-validated: items are split into folds by a hash of their options, each fold is
     scored by a model fitted on the others (AFLite's "predictability" of an item from its options).
@@ -44,9 +44,9 @@ import numpy as np
 from rapidfuzz import fuzz, process
 from scipy import sparse
 from sklearn.feature_extraction import DictVectorizer
-from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import SGDClassifier
 
+from generators.quality import grams
 from schemas import content_id
 
 TAIL_CHARS = 2000
@@ -98,132 +98,41 @@ def context_part(context: str, part: str) -> str:
     return context[:HEAD_CHARS] + "\n" + context[-FULL_TAIL_CHARS:]
 
 
-#: Character n-grams are hashed into this many bits (collisions merge rare grams, as a hashing vectoriser does).
-GRAM_BITS = 22
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-_BASE = np.uint64(1000003)
-_SPACE = re.compile(r"\s+")
+class TaskGrams(NamedTuple):
+    """Raw gram counts of one task, each document analysed once (`grams`): reused by every scoring."""
+
+    texts: dict[str, sparse.csr_matrix]
+    """Per unit: a row per text of every item, stacked in item order (`offsets`)."""
+    contexts: dict[tuple[str, str], sparse.csr_matrix]
+    """Per (unit, context part): a row per item."""
+    in_context: dict[tuple[str, str], np.ndarray]
+    """Per (unit, context part): for every stored count of `texts[unit]`, the count of that gram in
+    the text's item's context part (0: absent)."""
+    offsets: np.ndarray
+
+    def shown(self, picks: Sequence[Sequence[int]]) -> TaskGrams:
+        """The same counts for items that show only `picks[i]` of their texts (in that order)."""
+        rows = np.array([self.offsets[i] + j for i, p in enumerate(picks) for j in p], dtype=np.int64)
+        at = np.zeros(len(picks) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in picks], out=at[1:])
+        texts = {u: m[rows] for u, m in self.texts.items()}
+        inside = {}
+        for (u, part), values in self.in_context.items():
+            m = self.texts[u]
+            inside[(u, part)] = sparse.csr_matrix((values, m.indices, m.indptr), shape=m.shape)[rows].data
+        return TaskGrams(texts, self.contexts, inside, at)
 
 
-def char_grams(text: str, lo: int = 2, hi: int = 4) -> np.ndarray:
-    """Hashed ids of the character `lo`..`hi`-grams of `text` within word boundaries, with repeats.
-
-    The text is lower-cased, each word padded by one space (whitespace runs are one boundary), and
-    an n-gram never holds a space except at its ends (as scikit-learn's `char_wb`). Vectorised with
-    numpy: a 10,000-character context costs well under a millisecond, where a Python loop per n-gram
-    is what made the context rules the slowest part of the audit and of adversarial filtering.
-    """
-    body = _SPACE.sub(" ", text.lower()).strip()
-    if not body:
-        return np.zeros(0, dtype=np.int64)
-    codes = np.frombuffer(f" {body} ".encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    space = codes == 32
-    out = []
-    for n in range(lo, hi + 1):
-        m = len(codes) - n + 1
-        if m <= 0:
-            break
-        h = np.full(m, np.uint64(n))
-        ok = np.ones(m, dtype=bool)
-        for k in range(n):
-            h = (h * _BASE) ^ codes[k : k + m]
-            if 0 < k < n - 1:
-                ok &= ~space[k : k + m]
-        out.append(h[ok])
-    mixed = np.concatenate(out) * _MIX
-    return (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64)
-
-
-def _gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
-    ids, counts = np.unique(char_grams(text), return_counts=True)
-    return ids, counts
-
-
-#: Options (short texts) are analysed by several vectorisers and every AF round: their counts are cached.
-_CACHED_CHARS = 4000
-_short_counts = lru_cache(maxsize=1 << 15)(_gram_counts)
-
-
-class CharGrams:
-    """TF-IDF over `char_grams` (sublinear tf, smoothed idf, L2 rows), scikit-learn's conventions.
-
-    `fit` keeps the columns in at least `min_df` documents, the `max_features` most frequent of them.
-    """
-
-    def __init__(self, min_df: int = 1, max_features: int | None = None) -> None:
-        self.min_df = min_df
-        self.max_features = max_features
-        self.columns = np.zeros(0, dtype=np.int64)
-        self.idf = np.zeros(0)
-
-    @staticmethod
-    def _counts(docs: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        return [_short_counts(d) if len(d) <= _CACHED_CHARS else _gram_counts(d) for d in docs]
-
-    def _fit(self, counts: Sequence[tuple[np.ndarray, np.ndarray]]) -> CharGrams:
-        ids = [c[0] for c in counts]
-        every = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-        if not len(every):
-            raise ValueError("empty vocabulary: no document has a character n-gram")
-        cols, df = np.unique(every, return_counts=True)
-        keep = df >= self.min_df
-        cols, df = cols[keep], df[keep]
-        if self.max_features is not None and len(cols) > self.max_features:
-            total = np.zeros(len(cols))
-            for i, n in counts:
-                at = np.searchsorted(cols, i)
-                hit = (at < len(cols)) & (cols[np.minimum(at, len(cols) - 1)] == i)
-                np.add.at(total, at[hit], n[hit])
-            top = np.sort(np.lexsort((cols, -total))[: self.max_features])
-            cols, df = cols[top], df[top]
-        if not len(cols):
-            raise ValueError("empty vocabulary after min_df")
-        self.columns = cols
-        self.idf = np.log((1 + len(counts)) / (1 + df)) + 1.0
-        return self
-
-    def _transform(self, counts: Sequence[tuple[np.ndarray, np.ndarray]]) -> sparse.csr_matrix:
-        indptr, indices, data = [0], [], []
-        cols = self.columns
-        for i, n in counts:
-            at = np.searchsorted(cols, i)
-            hit = (at < len(cols)) & (cols[np.minimum(at, len(cols) - 1)] == i)
-            values = (1.0 + np.log(n[hit])) * self.idf[at[hit]]
-            norm = float(np.sqrt((values * values).sum()))
-            indices.append(at[hit])
-            data.append(values / norm if norm else values)
-            indptr.append(indptr[-1] + int(hit.sum()))
-        return sparse.csr_matrix(
-            (
-                np.concatenate(data) if data else np.zeros(0),
-                np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64),
-                np.array(indptr),
-            ),
-            shape=(len(counts), len(cols)),
-        )
-
-    def fit(self, docs: Sequence[str]) -> CharGrams:
-        return self._fit(self._counts(docs))
-
-    def transform(self, docs: Sequence[str]) -> sparse.csr_matrix:
-        return self._transform(self._counts(docs))
-
-    def fit_transform(self, docs: Sequence[str]) -> sparse.csr_matrix:
-        counts = self._counts(docs)
-        return self._fit(counts)._transform(counts)
-
-
-def _vectoriser(unit: str, **extra: object) -> TfidfVectorizer | CharGrams:
-    if unit == "word":
-        return TfidfVectorizer(
-            analyzer="word",
-            ngram_range=(1, 2),
-            token_pattern=r"(?u)\b\w+\b",
-            sublinear_tf=True,
-            dtype=np.float64,
-            **extra,
-        )  # type: ignore[arg-type]
-    return CharGrams(**extra)  # type: ignore[arg-type]
+def task_grams(items: Sequence[Item]) -> TaskGrams:
+    """Count every text and every context part of the items once, under every unit."""
+    texts = [t for it in items for t in it.texts]
+    parts = {p: [context_part(it.context, p) for it in items] for p in CONTEXT_PARTS}
+    at = np.array(_offsets(items), dtype=np.int64)
+    counted = {u: grams.counts(u, texts) for u in LEXICAL_UNITS}
+    contexts = {(u, p): grams.counts(u, docs) for u in LEXICAL_UNITS for p, docs in parts.items()}
+    owner = _owner(at)
+    inside = {key: grams.owner_lookup(counted[key[0]], m, owner) for key, m in contexts.items()}
+    return TaskGrams(counted, contexts, inside, at)
 
 
 def _offsets(items: Sequence[Item]) -> list[int]:
@@ -233,30 +142,27 @@ def _offsets(items: Sequence[Item]) -> list[int]:
     return out
 
 
-def _rowwise_dot(a: sparse.csr_matrix, b: sparse.csr_matrix) -> np.ndarray:
-    return np.asarray(a.multiply(b).sum(axis=1)).ravel()
+def _owner(at: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(len(at) - 1), np.diff(at))
 
 
-def lexical_scores(items: Sequence[Item]) -> dict[str, list[np.ndarray]]:
+def lexical_scores(items: Sequence[Item], counted: TaskGrams | None = None) -> dict[str, list[np.ndarray]]:
     """(a): per item, per text, the TF-IDF cosine with the context under every unit and part."""
+    counted = counted if counted is not None else task_grams(items)
     out: dict[str, list[np.ndarray]] = {}
-    at = _offsets(items)
-    texts = [t for it in items for t in it.texts]
-    owner = np.repeat(np.arange(len(items)), np.diff(at))
-    parts = {p: [context_part(it.context, p) for it in items] for p in CONTEXT_PARTS}
+    at = counted.offsets
+    owner = _owner(at)
     for unit in LEXICAL_UNITS:
-        vec = _vectoriser(unit, **({"max_features": 200_000} if unit == "word" else {}))
+        ctx = [counted.contexts[(unit, part)] for part in CONTEXT_PARTS]
         try:
-            matrix = vec.fit_transform(texts + parts["tail"] + parts["full"])
-        except ValueError:  # no token at all (empty texts)
+            vec = grams.Tfidf().fit(counted.texts[unit], *ctx)
+        except ValueError:  # no gram at all (empty texts)
             for part in CONTEXT_PARTS:
                 out[f"{unit}_{part}"] = [np.zeros(len(it.texts)) for it in items]
             continue
-        opts = matrix[: len(texts)]
-        for k, part in enumerate(CONTEXT_PARTS):
-            start = len(texts) + k * len(items)
-            ctx = matrix[start : start + len(items)][owner]
-            cos = _rowwise_dot(opts, ctx).round(9)
+        for part, block in zip(CONTEXT_PARTS, ctx, strict=True):
+            inside = counted.in_context[(unit, part)]
+            cos = grams.context_cosine(vec, counted.texts[unit], block, inside, owner).round(9)
             out[f"{unit}_{part}"] = [cos[at[i] : at[i + 1]] for i in range(len(items))]
     return out
 
@@ -400,22 +306,17 @@ class Featuriser:
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.char = CharGrams(min_df=2, max_features=30_000)
-        self.words = TfidfVectorizer(
-            analyzer="word",
-            token_pattern=r"(?u)\b\w\w+\b",
-            binary=True,
-            use_idf=False,
-            norm=None,
-            min_df=2,
-            max_features=10_000,
-        )
+        self.char = grams.Tfidf(min_df=2, max_features=30_000)
+        self.words = grams.Tfidf(min_df=2, max_features=10_000, binary=True)
         self.dicts = DictVectorizer()
         self.scale = np.ones(1)
         self.ok = True
 
     def fit_transform(
-        self, items: Sequence[Item], lexical: Mapping[str, Sequence[np.ndarray]] | None = None
+        self,
+        items: Sequence[Item],
+        lexical: Mapping[str, Sequence[np.ndarray]] | None = None,
+        counted: TaskGrams | None = None,
     ) -> tuple[sparse.csr_matrix, np.ndarray]:
         """Fit on the items' texts (and contexts), and their sparse n-gram rows and dense rows (shape,
         cosines, structure) of every text of every item, stacked; each text is analysed once."""
@@ -424,25 +325,23 @@ class Featuriser:
             feats = [structure_features(t) for t in texts]
             self.dicts.fit([*feats, {"": 0.0}])
             return sparse.csr_matrix((len(texts), 0)), self.dicts.transform(feats).toarray()
-        full = [context_part(it.context, "full") for it in items] if self.kind == "pair" else []
+        counted = counted if counted is not None else task_grams(items)
+        full = [counted.contexts[("word", "full")]] if self.kind == "pair" else []
         try:
-            chars = self.char.fit_transform(texts)
-            both = self.words.fit_transform(texts + full).tocsr()
-            both.sort_indices()  # as `transform` leaves them: SGD sums in index order
+            chars = self.char.fit(counted.texts["char"]).transform(counted.texts["char"])
+            words = self.words.fit(counted.texts["word"], *full).transform(counted.texts["word"])
         except ValueError:
             self.ok = False
             return sparse.csr_matrix((len(texts), 0)), np.zeros((len(texts), 0))
         dense = np.array([shape_features(t) for t in texts]).reshape(len(texts), -1)
         self.scale = np.where(dense.std(axis=0) > 0, dense.std(axis=0), 1.0)
         dense = dense / self.scale
-        words = both[: len(texts)]
         blocks = [chars, words * 0.3]
         if self.kind == "pair":
-            owner = np.repeat(np.arange(len(items)), [len(it.texts) for it in items])
-            ctx_words = both[len(texts) :][owner]
-            ctx_chars = self.char.transform([context_part(it.context, "tail") for it in items])[owner]
-            blocks.append(words.multiply(ctx_words > 0).tocsr() * 0.3)
-            blocks.append(chars.multiply(ctx_chars > 0).tocsr())
+            in_words = counted.in_context[("word", "full")] > 0
+            in_chars = counted.in_context[("char", "tail")] > 0
+            blocks.append(self.words.transform(counted.texts["word"], where=in_words) * 0.3)
+            blocks.append(self.char.transform(counted.texts["char"], where=in_chars))
             if lexical is not None:
                 cols = [np.concatenate(list(lexical[k])) for k in sorted(lexical)]
                 dense = np.column_stack([dense, np.column_stack(cols) * 3.0])
@@ -465,14 +364,13 @@ class LearnedScorer(NamedTuple):
     kind: str
     fold: list[int]
     weights: list[np.ndarray | None]
-    rows: list[sparse.csr_matrix]
+    per_text: np.ndarray
+    """Every text's score by the model of its item's fold (0: no model), stacked as the features."""
+    offsets: np.ndarray
 
     def scores(self, i: int) -> np.ndarray:
         """Per-text scores of item `i` by the model that never saw it (zeros: no model)."""
-        w = self.weights[self.fold[i]]
-        if w is None:
-            return np.zeros(self.rows[i].shape[0])
-        return np.asarray(self.rows[i] @ w).ravel().round(9)
+        return self.per_text[self.offsets[i] : self.offsets[i + 1]]
 
 
 class Features(NamedTuple):
@@ -480,19 +378,43 @@ class Features(NamedTuple):
 
     sparse_part: sparse.csr_matrix
     dense: np.ndarray
-    rows: list[sparse.csr_matrix]
-    """Per item: its texts' rows (sparse and raw dense side by side), what a fitted model scores."""
-    offsets: list[int]
+    stacked: sparse.csr_matrix
+    """Every text's row (sparse and raw dense side by side), what a fitted model scores."""
+    offsets: np.ndarray
 
 
 def featurise(
-    items: Sequence[Item], kind: str, lexical: Mapping[str, Sequence[np.ndarray]] | None = None
+    items: Sequence[Item],
+    kind: str,
+    lexical: Mapping[str, Sequence[np.ndarray]] | None = None,
+    counted: TaskGrams | None = None,
 ) -> Features:
     """The rows `learned_scorer` fits and scores: they depend on the texts and contexts only."""
-    sp, dense = Featuriser(kind).fit_transform(items, lexical)
+    sp, dense = Featuriser(kind).fit_transform(items, lexical, counted)
     stacked = sparse.hstack([sp, sparse.csr_matrix(dense)], format="csr")
-    at = _offsets(items)
-    return Features(sp, dense, [stacked[at[i] : at[i + 1]] for i in range(len(items))], at)
+    return Features(sp, dense, stacked, np.array(_offsets(items), dtype=np.int64))
+
+
+def _training_rows(
+    items: Sequence[Item], feats: Features, order: Sequence[int]
+) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """The shown options' rows of the items in `order` (options by text), dense part centred per item."""
+    at = feats.offsets
+    picks, labels, sizes = [], [], []
+    for i in order:
+        it = items[i]
+        local = sorted(it.options, key=lambda j: (it.texts[j], j))
+        picks += [at[i] + j for j in local]
+        labels += [1 if j == it.gold else 0 for j in local]
+        sizes.append(len(local))
+    index = np.array(picks, dtype=np.int64)
+    dense = feats.dense[index]
+    if len(index) and dense.shape[1]:
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        means = np.add.reduceat(dense, starts, axis=0) / np.array(sizes)[:, None]
+        dense = dense - np.repeat(means, sizes, axis=0)
+    x = sparse.hstack([feats.sparse_part[index], sparse.csr_matrix(dense)], format="csr")
+    return x, np.array(labels, dtype=np.int64)
 
 
 def learned_scorer(
@@ -514,41 +436,41 @@ def learned_scorer(
     texts are shown may differ), so a refit costs the SGD alone.
     """
     feats = features if features is not None else featurise(items, kind, lexical)
-    sp, dense, rows, at = feats
     k = max(2, min(folds, len(items)))
     fold = [fold_of(it, k, salt) for it in items]
-    # Rows in a canonical order (items by content, options by text): SGD visits rows in order, and
-    # the same items must give the same model however their options are displayed.
-    picks, centred, labels = [], [], []
-    for i, it in enumerate(items):
-        local = sorted(it.options, key=lambda j: (it.texts[j], j))
-        shown = [at[i] + j for j in local]
-        d = dense[shown]
-        picks.append(shown)
-        centred.append(d - d.mean(axis=0))
-        labels.append(np.array([1 if j == it.gold else 0 for j in local]))
-    canonical = sorted(range(len(items)), key=lambda i: (fold_of(items[i], 1 << 30), i))
-    width = sp.shape[1] + dense.shape[1]
+    # Rows in a canonical order (by fold, then items by content, options by text): the same items
+    # give the same model however their options are displayed, and a fold's complement is two
+    # contiguous slices of one matrix (no fancy indexing per fold).
+    order = sorted(range(len(items)), key=lambda i: (fold[i], fold_of(items[i], 1 << 30), i))
+    x, y = _training_rows(items, feats, order)
+    per_fold = np.bincount(fold, minlength=k)
+    bounds = np.concatenate(
+        [[0], np.cumsum([sum(len(items[i].options) for i in order if fold[i] == f) for f in range(k)])]
+    )
+    width = x.shape[1]
     weights: list[np.ndarray | None] = []
     for f in range(k):
-        train = [i for i in canonical if fold[i] != f]
-        if len(train) < min_train or width == 0:
+        lo, hi = int(bounds[f]), int(bounds[f + 1])
+        if len(items) - per_fold[f] < min_train or width == 0:
             weights.append(None)
             continue
-        index = [j for i in train for j in picks[i]]
-        x = sparse.hstack(
-            [sp[index], sparse.csr_matrix(np.vstack([centred[i] for i in train]))], format="csr"
-        )
-        y = np.concatenate([labels[i] for i in train])
-        if x.nnz == 0 or len(set(y.tolist())) < 2:
+        xf = sparse.vstack([x[:lo], x[hi:]], format="csr")
+        yf = np.concatenate([y[:lo], y[hi:]])
+        if xf.nnz == 0 or len(set(yf.tolist())) < 2:
             weights.append(None)
             continue
         # Logistic loss by seeded SGD: a long-text task has millions of non-zeros, where liblinear
         # takes seconds per fold and the adversarial filter refits every round.
         model = SGDClassifier(loss="log_loss", alpha=1e-4, max_iter=12, tol=None, random_state=0)
-        model.fit(x, y)
+        model.fit(xf, yf)
         weights.append(model.coef_.ravel().copy())
-    return LearnedScorer(kind, fold, weights, rows)
+    n_texts = feats.stacked.shape[0]
+    per_text = np.zeros(n_texts)
+    if any(w is not None for w in weights):
+        matrix = np.column_stack([w if w is not None else np.zeros(width) for w in weights])
+        text_fold = np.repeat(np.array(fold, dtype=np.int64), np.diff(feats.offsets))
+        per_text = np.asarray(feats.stacked @ matrix)[np.arange(n_texts), text_fold].round(9)
+    return LearnedScorer(kind, fold, weights, per_text, feats.offsets)
 
 
 # --- the suite -----------------------------------------------------------------------------------
@@ -575,15 +497,20 @@ class SuiteFeatures(NamedTuple):
 _KINDS_OF = {"option_lr": "option", "context_lr": "pair", "structure_lr": "structure"}
 
 
-def suite_features(items: Sequence[Item]) -> SuiteFeatures:
-    """Cosines, character similarities, signatures and the learned rules' rows of every text."""
-    lex = lexical_scores(items)
+def suite_features(items: Sequence[Item], counted: TaskGrams | None = None) -> SuiteFeatures:
+    """Cosines, character similarities, signatures and the learned rules' rows of every text.
+
+    `counted`: the items' `task_grams` when the caller has them (adversarial filtering counts a
+    task's texts and contexts once for all its scorings).
+    """
+    counted = counted if counted is not None else task_grams(items)
+    lex = lexical_scores(items, counted)
     return SuiteFeatures(
         lex,
         [char_similarity(it.texts) for it in items],
         [[structure_signature(t) for t in it.texts] for it in items],
         {
-            name: featurise(items, kind, lexical=lex if kind == "pair" else None)
+            name: featurise(items, kind, lexical=lex if kind == "pair" else None, counted=counted)
             for name, kind in _KINDS_OF.items()
         },
     )
@@ -633,9 +560,11 @@ def rule_scores(view: ItemView, shown: Sequence[int]) -> dict[str, list[float]]:
     return {name: out[name] for name in SUITE}
 
 
-def suite_scores(items: Sequence[Item], folds: int = 5) -> list[dict[str, list[float]]]:
-    """Per item, every suite rule's scores of its shown options."""
-    views = item_views(items, folds)
+def suite_scores(
+    items: Sequence[Item], folds: int = 5, counted: TaskGrams | None = None
+) -> list[dict[str, list[float]]]:
+    """Per item, every suite rule's scores of its shown options (`counted`: their `task_grams`)."""
+    views = item_views(items, folds, features=suite_features(items, counted))
     return [rule_scores(v, it.options) for v, it in zip(views, items, strict=True)]
 
 

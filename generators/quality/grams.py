@@ -1,0 +1,321 @@
+"""Hashed n-gram counts and TF-IDF over them: what the context rules and the learned scorers read.
+
+Every document (an option, a reserve candidate, a context's tail or head-and-tail) is analysed once
+into a row of raw counts over hashed gram ids (`GRAM_BITS` bits: collisions merge rare grams, as a
+hashing vectoriser does). Fitting a TF-IDF (document frequencies, kept columns, idf) and
+transforming are then vectorised operations on those count rows, so a task's contexts are analysed
+once however many times the suite is scored on them (every adversarial-filtering round, then the
+audit of the kept options), and nothing is ever held per (item, vocabulary) dense: memory grows
+with the non-zeros of the documents.
+
+- character 2-4 grams within word boundaries (scikit-learn's `char_wb`), hashed with numpy
+  (`char_grams`): a 10,000-character context costs well under a millisecond;
+- word 1-2 grams (`\\b\\w+\\b` tokens, lower-cased, as scikit-learn's word analyser), hashed with numpy
+  (`word_grams`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from scipy import sparse
+
+#: Gram ids are hashed into this many bits.
+GRAM_BITS = 22
+WIDTH = 1 << GRAM_BITS
+UNITS = ("word", "char")
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_BASE = np.uint64(1000003)
+_SPACE = re.compile(r"\s+")
+_PAIR = np.uint64(0x632BE59BD9B4E019)
+
+
+def char_grams(text: str, lo: int = 2, hi: int = 4) -> np.ndarray:
+    """Hashed ids of the character `lo`..`hi`-grams of `text` within word boundaries, with repeats.
+
+    The text is lower-cased, each word padded by one space (whitespace runs are one boundary), and
+    an n-gram never holds a space except at its ends (as scikit-learn's `char_wb`).
+    """
+    body = _SPACE.sub(" ", text.lower()).strip()
+    if not body:
+        return np.zeros(0, dtype=np.int64)
+    codes = np.frombuffer(f" {body} ".encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    space = codes == 32
+    out = []
+    for n in range(lo, hi + 1):
+        m = len(codes) - n + 1
+        if m <= 0:
+            break
+        h = np.full(m, np.uint64(n))
+        ok = np.ones(m, dtype=bool)
+        for k in range(n):
+            h = (h * _BASE) ^ codes[k : k + m]
+            if 0 < k < n - 1:
+                ok &= ~space[k : k + m]
+        out.append(h[ok])
+    mixed = np.concatenate(out) * _MIX
+    return (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64)
+
+
+def _gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
+    ids, counts = np.unique(char_grams(text), return_counts=True)
+    return ids, counts
+
+
+#: Options (short texts) are analysed by every build stage that scores them: their counts are cached.
+_CACHED_CHARS = 4000
+_short_counts = lru_cache(maxsize=1 << 15)(_gram_counts)
+
+
+def _csr(per: Sequence[tuple[np.ndarray, np.ndarray]]) -> sparse.csr_matrix:
+    indptr = np.zeros(len(per) + 1, dtype=np.int64)
+    np.cumsum([len(i) for i, _ in per], out=indptr[1:])
+    indices = np.concatenate([i for i, _ in per]).astype(np.int32) if per else np.zeros(0, np.int32)
+    data = np.concatenate([c for _, c in per]).astype(np.float64) if per else np.zeros(0)
+    return sparse.csr_matrix((data, indices, indptr), shape=(len(per), WIDTH))
+
+
+def char_counts(docs: Sequence[str]) -> sparse.csr_matrix:
+    """Raw character-gram counts of `docs`, one row each (columns: hashed ids, sorted)."""
+    return _csr([_short_counts(d) if len(d) <= _CACHED_CHARS else _gram_counts(d) for d in docs])
+
+
+_WORD_RE = re.compile(r"\w")
+_ASCII_WORD = np.array([bool(_WORD_RE.match(chr(c))) for c in range(128)])
+_POWERS: list[np.ndarray] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
+_INVERSE = np.uint64(pow(int(_BASE), -1, 1 << 64))
+
+
+@lru_cache(maxsize=1 << 16)
+def _is_word_char(code: int) -> bool:
+    return bool(_WORD_RE.match(chr(code)))
+
+
+def _word_mask(codes: np.ndarray) -> np.ndarray:
+    r"""Which characters `\w` matches (a table for ASCII, a cached test per other code point)."""
+    mask = np.zeros(len(codes), dtype=bool)
+    ascii_ = codes < 128
+    mask[ascii_] = _ASCII_WORD[codes[ascii_]]
+    if not ascii_.all():
+        other = np.flatnonzero(~ascii_)
+        uniq, inv = np.unique(codes[other], return_inverse=True)
+        mask[other] = np.array([_is_word_char(int(c)) for c in uniq])[inv]
+    return mask
+
+
+def _geometric(base: np.uint64, n: int) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return np.concatenate(
+            [np.ones(1, dtype=np.uint64), np.cumprod(np.full(n - 1, base, dtype=np.uint64))]
+        )
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_BASE`**j and its inverse**j modulo 2**64 for j < n (grown on demand, kept)."""
+    if len(_POWERS[0]) < n:
+        size = max(n, 2 * len(_POWERS[0]))
+        _POWERS[0], _POWERS[1] = _geometric(_BASE, size), _geometric(_INVERSE, size)
+    return _POWERS[0][:n], _POWERS[1][:n]
+
+
+def word_grams(text: str) -> np.ndarray:
+    r"""Hashed ids of the word 1- and 2-grams of `text` (`\b\w+\b` tokens of the lower-cased text,
+    as scikit-learn's word analyser), with repeats. Vectorised: each token's hash is a difference of
+    prefix sums of its characters' codes times powers of a base (modulo 2**64), so no Python loop
+    runs per token or per bigram."""
+    codes = np.frombuffer(text.lower().encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if not len(codes):
+        return np.zeros(0, dtype=np.int64)
+    word = _word_mask(codes)
+    edge = np.diff(np.concatenate([[False], word, [False]]).astype(np.int8))
+    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    if not len(starts):
+        return np.zeros(0, dtype=np.int64)
+    pw, inv = _powers(len(codes) + 1)
+    with np.errstate(over="ignore"):
+        prefix = np.concatenate(
+            [np.zeros(1, dtype=np.uint64), np.cumsum((codes + np.uint64(1)) * pw[: len(codes)])]
+        )
+        tokens = (prefix[ends] - prefix[starts]) * inv[starts] + (ends - starts).astype(np.uint64) * _MIX
+        pairs = tokens[:-1] * _BASE + (tokens[1:] ^ _PAIR)
+        mixed = np.concatenate([tokens, pairs]) * _MIX
+    return (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64)
+
+
+def _word_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
+    ids, counts = np.unique(word_grams(text), return_counts=True)
+    return ids, counts
+
+
+_short_words = lru_cache(maxsize=1 << 15)(_word_counts)
+
+
+def word_counts(docs: Sequence[str]) -> sparse.csr_matrix:
+    """Raw word 1-2 gram counts of `docs`, one row each (columns: hashed ids, sorted)."""
+    return _csr([_short_words(d) if len(d) <= _CACHED_CHARS else _word_counts(d) for d in docs])
+
+
+def counts(unit: str, docs: Sequence[str]) -> sparse.csr_matrix:
+    """`word_counts` or `char_counts`."""
+    return word_counts(docs) if unit == "word" else char_counts(docs)
+
+
+#: From this many stored counts on, `Tfidf` counts and looks up ids in `WIDTH`-long tables.
+_DENSE_FROM = 1 << 18
+
+
+class Tfidf:
+    """TF-IDF over count rows (scikit-learn's conventions: sublinear tf, smoothed idf, L2 rows).
+
+    `fit` keeps the columns in at least `min_df` documents, the `max_features` most frequent of
+    them; `binary` makes every kept count 1 with no idf and no norm (presence features).
+    """
+
+    def __init__(self, min_df: int = 1, max_features: int | None = None, binary: bool = False) -> None:
+        self.min_df = min_df
+        self.max_features = max_features
+        self.binary = binary
+        self.columns = np.zeros(0, dtype=np.int64)
+        self.idf = np.zeros(0)
+        self._at: np.ndarray | None = None
+
+    def fit(self, *blocks: sparse.csr_matrix) -> Tfidf:
+        """Fit on the rows of every block (each a count matrix of `WIDTH` columns)."""
+        every = np.concatenate([b.indices for b in blocks]) if blocks else np.zeros(0, np.int32)
+        dense = len(every) > _DENSE_FROM  # counting into `WIDTH` bins beats sorting the ids
+        if dense:
+            df = np.bincount(every, minlength=WIDTH)
+            cols = np.flatnonzero(df)
+            df = df[cols]
+        else:
+            cols, inverse, df = np.unique(every, return_inverse=True, return_counts=True)
+        keep = df >= max(1, self.min_df)
+        if self.max_features is not None and int(keep.sum()) > self.max_features:
+            weights = np.concatenate([b.data for b in blocks])
+            if dense:
+                total = np.bincount(every, weights=weights, minlength=WIDTH)[cols]
+            else:
+                total = np.bincount(inverse, weights=weights, minlength=len(cols))
+            kept = np.flatnonzero(keep)
+            top = np.sort(kept[np.lexsort((cols[kept], -total[kept]))[: self.max_features]])
+            keep = np.zeros(len(cols), dtype=bool)
+            keep[top] = True
+        cols, df = cols[keep], df[keep]
+        if not len(cols):
+            raise ValueError("empty vocabulary: no gram is frequent enough")
+        n_docs = sum(b.shape[0] for b in blocks)
+        self.columns = cols.astype(np.int64)
+        self.idf = np.log((1 + n_docs) / (1 + df)) + 1.0
+        self._at = None
+        return self
+
+    def _positions(self, ids: np.ndarray) -> np.ndarray:
+        """Column of each hashed id (-1: not kept): a table lookup on large blocks, a search on small."""
+        cols = self.columns
+        if len(ids) > _DENSE_FROM:
+            if self._at is None:
+                self._at = np.full(WIDTH, -1, dtype=np.int32)
+                self._at[cols] = np.arange(len(cols), dtype=np.int32)
+            return self._at[ids]
+        at = np.searchsorted(cols, ids)
+        hit = cols[np.minimum(at, len(cols) - 1)] == ids
+        return np.where(hit, at, -1).astype(np.int32)
+
+    def transform(self, block: sparse.csr_matrix, where: np.ndarray | None = None) -> sparse.csr_matrix:
+        """TF-IDF rows of a count block over the fitted columns (indices sorted); `where` (one flag
+        per stored count of `block`) keeps only the flagged entries."""
+        col = self._positions(block.indices)
+        keep = col >= 0 if where is None else (col >= 0) & where
+        row = np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))[keep]
+        col = col[keep]
+        if self.binary:
+            values = np.ones(len(col))
+        else:
+            values = (1.0 + np.log(block.data[keep])) * self.idf[col]
+            norm = np.sqrt(np.bincount(row, weights=values * values, minlength=block.shape[0]))
+            values = values / np.where(norm > 0, norm, 1.0)[row]
+        indptr = np.zeros(block.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row, minlength=block.shape[0]), out=indptr[1:])
+        out = sparse.csr_matrix((values, col, indptr), shape=(block.shape[0], len(self.columns)))
+        out.has_sorted_indices = True  # columns keep the hashed ids' order
+        return out
+
+
+class CharGrams(Tfidf):
+    """`Tfidf` over `char_counts` of raw documents (the same grams and weights as `char_wb`)."""
+
+    def fit_docs(self, docs: Sequence[str]) -> CharGrams:
+        self.fit(char_counts(docs))
+        return self
+
+    def transform_docs(self, docs: Sequence[str]) -> sparse.csr_matrix:
+        return self.transform(char_counts(docs))
+
+
+def owner_lookup(a: sparse.csr_matrix, b: sparse.csr_matrix, owner: np.ndarray) -> np.ndarray:
+    """For every stored entry (r, c) of `a`, the value of `b` at (owner[r], c) (0 where absent).
+
+    The row-wise pairing of texts with their item's context without repeating the context's row
+    once per text: a sorted search of (row, column) keys, memory linear in the non-zeros.
+    """
+    b = b.tocsr()
+    if not b.has_sorted_indices:
+        b = b.sorted_indices()
+    width = np.int64(max(a.shape[1], b.shape[1], 1))
+    key_b = np.repeat(np.arange(b.shape[0], dtype=np.int64), np.diff(b.indptr)) * width + b.indices
+    rows_a = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
+    key_a = owner.astype(np.int64)[rows_a] * width + a.indices
+    if not len(key_b):
+        return np.zeros(len(key_a))
+    at = np.minimum(np.searchsorted(key_b, key_a), len(key_b) - 1)
+    return np.where(key_b[at] == key_a, b.data[at], 0.0)
+
+
+def _weights(vec: Tfidf, block: sparse.csr_matrix, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Un-normalised sublinear TF-IDF weight of each stored entry of `block` given `counts` (0 where
+    the column is not kept or the count is 0), and the row of each entry."""
+    col = vec._positions(block.indices)
+    ok = (col >= 0) & (counts > 0)
+    values = np.where(ok, (1.0 + np.log(np.maximum(counts, 1.0))) * vec.idf[np.maximum(col, 0)], 0.0)
+    return values, np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
+
+
+def context_cosine(
+    vec: Tfidf,
+    texts: sparse.csr_matrix,
+    contexts: sparse.csr_matrix,
+    in_context: np.ndarray,
+    owner: np.ndarray,
+) -> np.ndarray:
+    """Per text row: the cosine of its TF-IDF row and its owner's context row, from raw counts.
+
+    `in_context` holds, for every stored count of `texts`, the count of the same gram in the owner's
+    context (`owner_lookup`, computed once per task): no context row is transformed per text, and a
+    refit (new idf) costs a pass over the stored counts."""
+    vt, rows = _weights(vec, texts, texts.data)
+    vc, ctx_rows = _weights(vec, contexts, contexts.data)
+    at_ctx, _ = _weights(vec, texts, in_context)
+    n = texts.shape[0]
+    norm_t = np.sqrt(np.bincount(rows, weights=vt * vt, minlength=n))
+    norm_c = np.sqrt(np.bincount(ctx_rows, weights=vc * vc, minlength=contexts.shape[0]))[owner]
+    dot = np.bincount(rows, weights=vt * at_ctx, minlength=n)
+    scale = norm_t * norm_c
+    return np.where(scale > 0, dot / np.where(scale > 0, scale, 1.0), 0.0)
+
+
+__all__ = [
+    "GRAM_BITS",
+    "UNITS",
+    "WIDTH",
+    "CharGrams",
+    "Tfidf",
+    "char_counts",
+    "char_grams",
+    "context_cosine",
+    "counts",
+    "owner_lookup",
+    "word_counts",
+]

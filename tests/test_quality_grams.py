@@ -1,0 +1,103 @@
+"""Hashed n-gram counts and the TF-IDF over them, differentially against scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+
+from generators.quality import grams
+from generators.quality.scorers import Item, context_part, lexical_scores, task_grams
+
+DOCS = [
+    "Hello World foo_bar x 12 ab, then RUN `pytest -x tests/test_a.py` again",
+    "安装 依赖 then run python train.py --epochs 3",
+    "   ",
+    "İstanbul ÉCOLE été naïve x-y z; Ⅷ ²",
+    "a",
+    "diff --git a/src/mod.py b/src/mod.py\n@@ -1,3 +1,4 @@\n-    return a < b\n+    return a <= b",
+]
+
+
+def test_word_grams_are_scikit_learns_word_one_and_two_grams_hashed():
+    analyse = CountVectorizer(
+        analyzer="word", ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b"
+    ).build_analyzer()
+    for doc in DOCS:
+        # each analyser gram, hashed on its own: a unigram is the only id of itself, a bigram the
+        # last id of its two words
+        expected = sorted(int(grams.word_grams(g)[-1]) for g in analyse(doc))
+        assert sorted(grams.word_grams(doc).tolist()) == expected, doc
+
+
+def _items() -> list[Item]:
+    rng = np.random.default_rng(3)
+    words = [
+        "parser",
+        "writer",
+        "module",
+        "script",
+        "quote",
+        "field",
+        "split",
+        "token",
+        "cache",
+        "index",
+        "branch",
+        "commit",
+        "merge",
+    ]
+    out = []
+    for k in range(12):
+        texts = tuple(" ".join(rng.choice(words, size=5)) + f" step{k % 3}" for _ in range(5))
+        context = "the agent ran " + " ".join(rng.choice(words, size=40)) + " 安装 依赖"
+        out.append(Item(f"i{k}", texts, (0, 1, 2, 3), 0, context))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("unit", "reference"),
+    [
+        ("word", {"analyzer": "word", "ngram_range": (1, 2), "token_pattern": r"(?u)\b\w+\b"}),
+        ("char", {"analyzer": "char_wb", "ngram_range": (2, 4)}),
+    ],
+)
+def test_context_cosines_equal_scikit_learns_tfidf_fitted_on_texts_and_contexts(unit, reference):
+    items = _items()
+    texts = [t for it in items for t in it.texts]
+    parts = {p: [context_part(it.context, p) for it in items] for p in ("tail", "full")}
+    vec = TfidfVectorizer(sublinear_tf=True, **reference).fit(texts + parts["tail"] + parts["full"])
+    ours = lexical_scores(items)
+    for part, contexts in parts.items():
+        t, c = vec.transform(texts), vec.transform(contexts)
+        owner = np.repeat(np.arange(len(items)), [len(it.texts) for it in items])
+        expected = np.asarray(t.multiply(c[owner]).sum(axis=1)).ravel()
+        np.testing.assert_allclose(np.concatenate(ours[f"{unit}_{part}"]), expected, atol=1e-8)
+        assert expected.max() > 0.1  # the contexts share words with the texts: not a test of zeros
+
+
+def test_the_counts_of_shown_texts_are_those_of_a_recount():
+    items = _items()
+    counted = task_grams(items)
+    picks = [(0, 3, 4) if k % 2 else (4, 1) for k in range(len(items))]
+    shown = [
+        Item(it.where, tuple(it.texts[j] for j in p), tuple(range(len(p))), 0, it.context)
+        for it, p in zip(items, picks, strict=True)
+    ]
+    recount = task_grams(shown)
+    sub = counted.shown(picks)
+    for unit in ("word", "char"):
+        assert (sub.texts[unit] != recount.texts[unit]).nnz == 0
+    for key, values in recount.in_context.items():
+        np.testing.assert_array_equal(sub.in_context[key], values)
+    assert sub.offsets.tolist() == recount.offsets.tolist()
+
+
+def test_presence_features_keep_frequent_columns_without_weights():
+    counts = grams.word_counts(["a b a c", "a b", "d e"])
+    vec = grams.Tfidf(min_df=2, binary=True).fit(counts)
+    rows = vec.transform(counts)
+    assert len(vec.columns) == 3  # a, b and the bigram "a b"
+    assert rows.toarray().tolist() == [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+    with pytest.raises(ValueError):
+        grams.Tfidf(min_df=5).fit(counts)

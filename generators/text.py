@@ -53,10 +53,13 @@ _COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
 
 
 def looks_like_code(text: str) -> bool:
-    """Code, diffs and tracebacks (at least 40% of the lines indented or code-shaped; any hunk header)."""
+    """Code, diffs and tracebacks (at least 40% of the lines indented or code-shaped; any hunk header:
+    a diff of docs or docstrings is code too, one changed word in it is a real difference)."""
+    if text.startswith(("diff --git", "@@ ")) or "\n@@ " in text:
+        return True
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if len(lines) < 3:
-        return "\n@@ " in text or text.startswith("diff --git")
+        return False
     return sum(bool(_CODE_LINE.match(ln)) for ln in lines) >= 0.4 * len(lines)
 
 

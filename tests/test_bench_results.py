@@ -72,3 +72,17 @@ def test_a_partial_rerun_keeps_the_other_benchmarks(tmp_path: Path) -> None:
     assert kept["ingest"]["read_ratio"] == 1.8
     target.write_text("{not json")
     assert run.previous_results(target) == {}
+
+
+def test_the_offline_scaling_figure_is_an_acceptance_figure_and_a_row_of_the_table(tmp_path: Path) -> None:
+    run = _bench_run()
+    sizes = [{"steps": 1000, "per_1k_s": 0.5}, {"steps": 20000, "per_1k_s": 0.6}]
+    results = {**_results(), "offline": {"sizes": sizes, "ratio": 1.2, "goal": 1.5}}
+    blob = json.loads(run.write_results(results, tmp_path / "results.json").read_text())
+    assert blob["acceptance"]["offline_per_step_ratio"] == 1.2
+    row = ["offline generate per step, 20,000 / 1,000 gold steps", "1.20", "<= 1.5", True]
+    assert row in blob["table"]
+    slow = {**results, "offline": {**results["offline"], "ratio": 2.0}}
+    assert ["offline generate per step, 20,000 / 1,000 gold steps", "2.00", "<= 1.5", False] in [
+        list(r) for r in run.rows(slow)
+    ]

@@ -93,6 +93,10 @@ def test_code_options_are_not_read_for_flaw_words():
     code = "def check(x):\n    if invalid(x):\n        raise ValueError('wrong input')\n    return x\n"
     assert looks_like_code(code) and flaw_terms(code) == []
     assert not looks_like_code("1. Install torch.\n2. Remove the irrelevant cache.\n3. Run the tests.")
+    # a diff of prose (docs, a docstring) is still a diff: one changed word in it is a real difference
+    docs = "diff --git a/README.rst b/README.rst\n--- a/README.rst\n+++ b/README.rst\n@@ -1,3 +1,3 @@\n"
+    docs += " The parser reads\n-the first field only\n+every field of the row\n and returns them\n"
+    assert looks_like_code(docs) and looks_like_code(docs.split("\n", 3)[3])
 
 
 def test_an_option_three_times_longer_than_the_others_is_a_length_outlier_warning():

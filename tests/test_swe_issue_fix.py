@@ -180,3 +180,32 @@ def test_contexts_over_the_budget_drop_the_oldest_steps_but_keep_the_task():
     assert len(last.fields["trajs"]) / 4 <= 2500
     assert msgs[1]["role"] == "user" and "Division by zero" in msgs[1]["content"][0]["text"]
     assert len([m for m in msgs if m["role"] == "assistant"]) < last.step_index
+
+
+def test_a_long_plan_gets_wrong_plans_with_two_targets_swapped_and_never_names_what_the_patch_changes():
+    from extractors.swe_issue_fix.plans import rule_plans
+
+    gold = "I need to implement `_print_dict` and `_print_set` in the `ReprPrinter` class of the module"
+    context = [
+        "srepr not printing dict and set",
+        "def _print_list(self, expr):\ndef _print_tuple(self, expr):\ndef _print_Symbol(self, expr):",
+        "class StrPrinter:\nclass LatexPrinter:\n`sympy/printing/repr.py`",
+    ]
+    made = rule_plans(gold, context, [], [gold], True, right={"_print_tuple", "sympy/printing/repr.py"})
+    texts = [m.text for m in made]
+    doubles = [t for t in texts if "_print_dict" not in t and "_print_set" not in t]
+    assert len(doubles) >= 2 and all(t.startswith("I need to implement `") for t in doubles), texts
+    assert any("_print_list" in t and "_print_Symbol" in t for t in doubles)  # same-shaped names first
+    # a function the resolving patch changes is a right target: never offered as a wrong one
+    assert not [t for t in texts if "_print_tuple" in t or "repr.py" in t]
+    assert all(m.kind in {"wrong_target", "redundant"} for m in made)
+
+
+def test_plan_items_are_drawn_from_the_steps_richest_in_wrong_plans_of_their_own():
+    from extractors.swe_issue_fix import richest
+
+    counts = {0: 2, 1: 13, 2: 9, 3: 12, 4: 0, 5: 6, 6: 10}
+    assert richest(counts, 2) == [1, 3]  # two steps reach 12
+    assert richest(counts, 3) == [1, 2, 3, 6]  # only two reach 12: the next tier, 9
+    assert richest(counts, 6) == [0, 1, 2, 3, 5, 6]  # the last tier takes any step with 2
+    assert richest({0: 1, 1: 0}, 2) == []  # none has 2: the caller draws from every eligible step

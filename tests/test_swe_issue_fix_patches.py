@@ -258,3 +258,59 @@ def test_test_patch_gold_is_the_script_run_before_the_fix_and_again_after():
     never_rerun = [s for s in STEPS if s.index != 4]
     _, problems = _extract(_traj(steps=never_rerun), "test_patch")
     assert [p.reason for p in problems] == ["no_test_patch"]
+
+
+GUARD = """diff --git a/calc/ops.py b/calc/ops.py
+--- a/calc/ops.py
++++ b/calc/ops.py
+@@ -7,7 +7,9 @@ def div(a, b):
+ line 7
+ total = len(items)
+ scale = factor
+-    ratio = total * scale
++    if b == 0:
++        raise ZeroDivisionError(b)
++    share = total / scale
+     return a // b
+ line 11
+ line 12
+"""
+
+
+def test_patch_mutations_lengthen_as_often_as_they_shorten_and_cluster_around_a_base():
+    source = parse_patch(GUARD)
+    gold = render_patch(source)
+    made = patch_mutations(source, {})
+    kinds = {k for k, _ in made}
+    assert {"extra_name", "off_by_one", "double", "reverted_condition"} <= kinds
+    # the right statement kept and repeated on another name of the hunk: one line more than the gold
+    extra = next(t for k, t in made if k == "extra_name")
+    assert "+    share = total / scale\n+    " in extra and extra.count("= total / scale") == 2
+    assert extra.count("\n+") == gold.count("\n+") + 1
+    # longer and not longer than the gold in turn, so the first options already allow any length rank
+    longer = [len(t) > len(gold) for _, t in made]
+    both = 2 * min(sum(longer), len(longer) - sum(longer))
+    assert both >= 4 and all(longer[k] != longer[k + 1] for k in range(both - 1)), longer
+    # a reverted condition adding a `not` comes after those that do not (`==` -> `!=` first)
+    reverted = [t for k, t in made if k == "reverted_condition"]
+    assert "if b != 0:" in reverted[0]
+    # two doubles on one base: the base, not the gold, is then the centre of three options
+    doubles = [t for k, t in made if k == "double"]
+    singles = {t for k, t in made if k != "double"}
+    bases = [s for s in singles if sum(_one_line_apart(s, d) for d in doubles) >= 2]
+    assert bases and all(t != gold for t in doubles)
+
+
+def _one_line_apart(a: str, b: str) -> bool:
+    la, lb = a.split("\n"), b.split("\n")
+    return len(la) == len(lb) and sum(x != y for x, y in zip(la, lb, strict=True)) == 1
+
+
+def test_off_by_one_moves_lengths_ranges_and_indexes():
+    body = "+    end = len(items)\n+    for k in range(count):\n+        out.append(items[i])\n"
+    patch = GUARD.split("+    if b == 0:")[0] + body + "     return a // b\n line 11\n line 12\n"
+    patch = patch.replace("@@ -7,7 +7,9 @@", "@@ -7,7 +7,9 @@")
+    texts = [t for k, t in patch_mutations(parse_patch(patch), {}) if k == "off_by_one"]
+    assert any("len(items) - 1" in t for t in texts)
+    assert any("range(count + 1)" in t for t in texts)
+    assert any("items[i + 1]" in t for t in texts)

@@ -16,9 +16,11 @@ cuts at the first newline and `;`, so anything longer could never match) whose n
 paths all appear in the context before it (else exact match is unreachable: `target_not_derivable`).
 Of the eligible steps at most `max_items_per_trajectory` are drawn with
 `Random(h(seed, trajectory_id, task))`, so selection never depends on shard order; for `plan`,
-steps with at least `MIN_OWN_CANDIDATES` wrong plans of their own (a failed run of the same
-instance at the same point, rule-made from this run's context: `observed.plan_candidates`) are
-the only ones drawn, unless the run has none (then any eligible step is).
+steps rich in wrong plans of their own (a failed run of the same instance at the same point,
+rule-made from this run's context: `observed.plan_candidates`) are drawn first: from the steps
+with at least the first count of `OWN_CANDIDATE_TIERS` that `max_items_per_trajectory` steps of
+the run reach (a run whose steps reach none: any eligible step). A step with that many options of
+its own needs none of other runs' golds, which are off topic.
 
 Context budget (documented): observations over `max_observation_chars` keep head and tail
 around an omission marker; if the JSON context still exceeds `max_context_tokens` (chars / 4),
@@ -46,9 +48,19 @@ _TARGET_TOKENS = re.compile(
     r"(?<![\w.-])(?:\d+|[\w.-]*/[\w./-]+|[\w-]+\.(?:py|txt|rst|cfg|toml|ini|json|yaml))(?![\w])"
 )
 
-#: Fewest wrong plans of its own instance or run a plan step needs to be drawn (steps with fewer
-#: are drawn only from a run that has no such step).
-MIN_OWN_CANDIDATES = 2
+#: Counts of wrong plans of its own instance or run that make a plan step rich, richest first: a
+#: run's steps are drawn from those reaching the first count enough of its steps reach.
+OWN_CANDIDATE_TIERS = (12, 9, 6, 2)
+
+
+def richest(counts: dict[int, int], cap: int) -> list[int]:
+    """The steps of `counts` (step -> own candidates) at the highest tier `cap` of them reach (all
+    steps at any tier when fewer than `cap` reach even the last; none when no step does)."""
+    for tier in OWN_CANDIDATE_TIERS:
+        rich = [i for i, n in counts.items() if n >= tier]
+        if len(rich) >= cap or tier == OWN_CANDIDATE_TIERS[-1]:
+            return sorted(rich)
+    return []
 
 
 def _call_id(step: Step) -> str | None:
@@ -169,7 +181,7 @@ class SweIssueFix:
         if task == "plan":  # steps with wrong plans of their own instance or run first (not only other runs')
             facts = run_facts(traj)
             made = {i: plan_candidates(traj, i, plans, self.observed, facts) for i in eligible}
-            rich = [i for i in eligible if len(made[i]) >= MIN_OWN_CANDIDATES]
+            rich = richest({i: len(made[i]) for i in eligible}, options.max_items_per_trajectory)
         if not eligible:
             yield Problem(
                 where=f"{traj.source.file}" + (f":{traj.source.line}" if traj.source.line else ""),

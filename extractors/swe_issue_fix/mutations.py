@@ -5,17 +5,21 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
 - `reverted_condition`: a condition of an added line negated (`==`/`!=`, `is`/`is not`, `in`/`not
   in`, `and`/`or`, `if x` -> `if not x`, `True`/`False`);
 - `off_by_one`: an integer literal or a comparison of an added line moved by one (`< n` -> `<= n`,
-  `n` -> `n + 1`, slices);
+  `n` -> `n + 1`, slices, `len(x)` -> `len(x) - 1`, `range(n)` -> `range(n + 1)`, `[i]` -> `[i + 1]`);
 - `partial_fix`: one hunk of a multi-hunk fix dropped, or one added line of a hunk dropped;
 - `wrong_line`: an added line moved one line up or down in its hunk, past a context line;
 - `wrong_name`: the name an added line introduces swapped for another name of the hunk (the right
   change on the wrong variable);
+- `extra_name`: an added statement kept and repeated on another name of the hunk (the right
+  change, and the same change where it does not belong);
 - `reversed_change`: the hunk's removed and added lines exchanged (the change made the other way);
 - `kept_old_line`: the new lines added but the old ones kept (the old code still runs);
 - `wrong_location`: the hunk's change applied at another place of the same file the run displayed
   (where the removed lines also occur, or, for a pure insertion, after another line of the same
   indentation in another function) - the right change in the wrong function;
 - `double`: two of the above at once, so the gold is not the one option all others are one edit away from.
+The variants come longer and not longer than the gold in turn (each group in the kinds' turn), so
+the first few already let the gold be the longest, the shortest or neither option.
 Script mutations (`test_patch`): the check that tells the bug reverted (the last checks first;
 setup guards such as `if __name__` or `settings.configured` are never it), the triggering input
 changed by one, print arguments swapped, and pairs of those; one statement dropped comes last (it
@@ -29,7 +33,7 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Iterator, Sequence
-from itertools import pairwise
+from itertools import pairwise, zip_longest
 
 from extractors.swe_issue_fix.patches import FilePatch, Hunk, render_patch
 
@@ -56,7 +60,15 @@ _OFF_BY_ONE = (
     (r" - 1\b", ""),
     (r"\[:(-?\w+)\]", r"[:\1 + 1]"),
     (r"\[(-?\w+):\]", r"[\1 + 1:]"),
+    (r"\blen\(([\w.]+)\)(?! [-+] 1\b)", r"len(\1) - 1"),
+    (r"\brange\(([\w.()]+)\)", r"range(\1 + 1)"),
+    (r"\[(i|j|k|n|idx|index|pos|start|end|offset)\]", r"[\1 + 1]"),
     (r"(?<![\w.])(\d{1,2})(?![\w.])", None),  # an integer literal n -> n + 1
+)
+#: An added line a repeat on another name could follow: a plain statement, no block opener.
+_STATEMENT = re.compile(
+    r"^\s*(?!(?:if|elif|else|for|while|with|try|except|finally|def|class|return|raise|yield|"
+    r"import|from|pass|break|continue|assert|@|#)\b)\S.*[^:,(\[{\\]$"
 )
 
 
@@ -113,6 +125,11 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
                     "wrong_name",
                     _with_hunk(files, i, j, h._replace(lines=(*h.lines[:k], mutated, *h.lines[k + 1 :]))),
                 )
+                if _STATEMENT.match(h.lines[k][1:]) and h.lines[k][1:].count("(") == h.lines[k][1:].count(
+                    ")"
+                ):
+                    lines = (*h.lines[: k + 1], mutated, *h.lines[k + 1 :])
+                    yield "extra_name", _with_hunk(files, i, j, h._replace(lines=lines))
             if any(ln[:1] == "-" for ln in h.lines) and added:
                 flipped = _flipped(h.lines)
                 yield "reversed_change", _with_hunk(files, i, j, h._replace(lines=flipped))
@@ -215,27 +232,51 @@ def patch_mutations(
         by_kind["partial_fix"] = [_with_hunk(files, i, j, None) for i, j in hunks]
     for kind, variant in _line_edits(files):
         by_kind.setdefault(kind, []).append(variant)
+    # a reverted condition that adds a `not` first only when no other is left: else `not` itself
+    # tells the distractors (a gold's own `not` dropped is as wrong)
+    nots = _NOT.findall(gold)
+    by_kind.get("reverted_condition", []).sort(key=lambda v: len(_NOT.findall(render_patch(v))) > len(nots))
     for i, f in enumerate(files):
         for j, h in enumerate(f.hunks):
             for moved in _relocated(f, h, seen.get(f.path, {})):
                 by_kind.setdefault("wrong_location", []).append(_with_hunk(files, i, j, moved))
     singles = _interleave(by_kind)
-    doubles: list[tuple[str, list[FilePatch]]] = []
-    for _, base in [s for s in singles if s[0] in ("reverted_condition", "off_by_one", "wrong_line")][:6]:
-        for kind, variant in _line_edits(base):
-            if kind in ("reverted_condition", "off_by_one") and render_patch(variant) != render_patch(base):
-                doubles.append(("double", variant))
-                break
+    # doubles queue up base by base: a base and two doubles on it make a cluster whose centre is
+    # the base, not the gold (the one option every single mutation is one edit away from)
+    doubles = [("double", d) for _, base in singles[:8] for d in _doubles(base, gold)]
     out: dict[str, str] = {}
     for n, (kind, variant) in enumerate(singles):
-        pairs = [(kind, variant)] + ([doubles[n // 2]] if n % 2 and n // 2 < len(doubles) else [])
+        pairs = [(kind, variant)] + ([doubles[n - 1]] if 0 < n <= len(doubles) else [])
         for k, v in pairs:
             text = render_patch(v) if v else ""
             if v and text != gold and text not in out:
                 out[text] = k
         if len(out) >= limit:
             break
-    return [(kind, text) for text, kind in out.items()]
+    longer = [(kind, text) for text, kind in out.items() if len(text) > len(gold)]
+    rest = [(kind, text) for text, kind in out.items() if len(text) <= len(gold)]
+    return [pair for row in zip_longest(longer, rest) for pair in row if pair is not None]
+
+
+def _doubles(base: list[FilePatch], gold: str, most: int = 2) -> list[list[FilePatch]]:
+    """Up to `most` variants of `base` with one more line edit (never the gold back; edits that
+    add no `not` first, as for single reverted conditions)."""
+    found: dict[str, list[FilePatch]] = {}
+    seen = {gold, render_patch(base)}
+    for kind, variant in _line_edits(base):
+        text = render_patch(variant)
+        if kind in _SECOND_EDITS and text not in seen and text not in found:
+            found[text] = variant
+            if len(found) >= 4 * most:
+                break
+    nots = len(_NOT.findall(render_patch(base)))
+    ranked = sorted(found, key=lambda t: len(_NOT.findall(t)) > nots)
+    return [found[t] for t in ranked[:most]]
+
+
+_NOT = re.compile(r"\bnot\b")
+#: The line edits a `double` adds on top of another variant.
+_SECOND_EDITS = ("reverted_condition", "off_by_one", "wrong_name", "wrong_line")
 
 
 def _interleave(by_kind: dict[str, list[list[str]]] | dict[str, list[list[FilePatch]]]) -> list:

@@ -10,6 +10,7 @@ context (`plans.rule_plans`), their kinds interleaved so no single rule fills an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from itertools import zip_longest
 from typing import NamedTuple
@@ -19,6 +20,8 @@ from extractors.swe_issue_fix.patches import created_scripts, first_write, parse
 from extractors.swe_issue_fix.plans import condense_plan, is_vague, rule_plans
 from schemas import Candidate, Trajectory
 
+#: A function or class a hunk's section line or added lines define.
+_DEFINED = re.compile(r"(?:^|\s)(?:def|class)\s+([A-Za-z_]\w*)", re.M)
 #: Characters of each observation the plan rules read (the end: the freshest names).
 OBSERVATION_TAIL = 3000
 
@@ -76,6 +79,8 @@ class RunFacts(NamedTuple):
     """The file each step displayed (None when it viewed nothing)."""
     first_fix: int | None
     """The first step that may have changed a file of the run's patch."""
+    right: frozenset[str] = frozenset()
+    """The files the run's patch changes and the functions and classes its hunks change."""
 
 
 def run_facts(traj: Trajectory) -> RunFacts:
@@ -86,9 +91,14 @@ def run_facts(traj: Trajectory) -> RunFacts:
         if s.action is not None:
             view = parse_view(str(s.action.args.get("command") or s.action.raw), s.observation)
         viewed.append(view.path if view is not None else None)
-    sources = [f.path for f in parse_patch(traj.patch or "") if not f.is_test]
+    files = parse_patch(traj.patch or "")
+    sources = [f.path for f in files if not f.is_test]
     firsts = [w for p in sources if (w := first_write(traj.steps, p)) is not None]
-    return RunFacts(tuple(viewed), min(firsts, default=None))
+    right = {f.path for f in files}
+    for h in (h for f in files for h in f.hunks):
+        right.update(_DEFINED.findall(h.section))
+        right.update(_DEFINED.findall("\n".join(ln[1:] for ln in h.lines if ln[:1] == "+")))
+    return RunFacts(tuple(viewed), min(firsts, default=None), frozenset(right))
 
 
 def plan_candidates(
@@ -113,7 +123,7 @@ def plan_candidates(
         context.append((s.observation or "")[-OBSERVATION_TAIL:])
     viewed = [v for v in facts.viewed[:i] if v]
     edited_yet = facts.first_fix is not None and facts.first_fix < i
-    made = rule_plans(gold, context, viewed, plans, edited_yet)
+    made = rule_plans(gold, context, viewed, plans, edited_yet, facts.right)
     kinds: dict[str, list[Candidate]] = {}
     for rp in made:
         kinds.setdefault(rp.kind, []).append(Candidate(text=rp.text, origin=f"rule:{rp.kind}"))

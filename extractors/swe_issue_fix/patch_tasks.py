@@ -48,7 +48,7 @@ from schemas import Candidate, GoldStep, Problem, Trajectory, content_id
 
 PATCH_TASKS = ("locate", "fix_patch", "test_patch")
 #: Longest gold accepted, in characters (an option must fit a prompt next to three others).
-MAX_GOLD_CHARS = 6000
+MAX_GOLD_CHARS = 8000
 #: Files of a run's patch that the issue does not need: (rule name, test on the file). A new file
 #: at the repository root is the agent's own script (`reproduce.py`) or helper (`symlink_dir`);
 #: packaging and tool configs are environment pins (`setup.py`, `tox.ini`); changelogs and author

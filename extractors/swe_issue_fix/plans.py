@@ -9,7 +9,9 @@ action ("I need to run `grep -n ...`").
 `rule_plans` makes wrong next steps for a gold plan in the gold's own wording, each tagged with
 its rule (`rule:<kind>`):
 - `wrong_target`: the gold's file, function or command target swapped for another one the
-  context names (the issue, earlier plans and observations; the most recent first);
+  context names (the issue, earlier plans and observations; the most recent first), one target
+  or two at once (in a long plan one swapped name is a near copy of the gold), never a file or
+  function the resolving patch changes (a plan naming one is no mistake);
 - `redundant`: the target swapped for one the run already viewed with its output shown;
 - `wrong_order`: the gold's target with the verb of another phase (editing what was not read
   yet, verifying a fix not made yet);
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import NamedTuple
 
 from schemas import Step
@@ -284,18 +286,90 @@ def _swap(gold: str, old: str, new: str) -> str:
     return gold.replace(old, _styled(old, new), 1)
 
 
+def _substitutes(
+    target: str,
+    own: Sequence[str],
+    recent: Sequence[str],
+    done: Sequence[str],
+    tail: str,
+    runs: bool,
+    right: Collection[str] = (),
+) -> tuple[str, list[tuple[str, str]]] | None:
+    """What to swap in `target` (the path a command names, or the target itself) and its substitutes,
+    each `(kind, entity)`: files the run already viewed (`redundant`) first, then other entities of
+    the context (`wrong_target`), never two naming one file nor one of `right` (what the resolving
+    patch changes: a plan naming it is no wrong plan); None when there is nothing to swap."""
+    kind = _kind(target)
+    old = target
+    if kind == "command":  # swap the file a command names: `python3 test_a.py` -> `python3 test_b.py`
+        paths = [w for w in target.split() if _kind(w) == "path"]
+        if not paths:
+            return None
+        old, kind = paths[0], "path"
+
+    def fits(e: str) -> bool:
+        if _kind(e) != kind or any(_same_thing(e, t) for t in (*own, *right)) or _same_thing(e, old):
+            return False
+        return not (kind == "path" and runs and not _SCRIPT.search(e))
+
+    pool = [e for e in recent if fits(e)]
+    # names as frequent as the gold's in the freshest context first: a swap then changes no
+    # option's lexical closeness to what the model just read
+    own_count = tail.count(old)
+    pool.sort(
+        key=lambda e: (
+            own_count > 0 and tail.count(e) == 0,
+            kind == "name" and _shape(e) != _shape(old),
+            abs(tail.count(e) - own_count),
+        )
+    )
+    used: list[str] = []  # two substitutes naming one file (`client.py`, `pkg/client.py`) are one option
+
+    def fresh(e: str) -> bool:
+        if any(_same_thing(e, u) for u in used):
+            return False
+        used.append(e)
+        return True
+
+    subs = [("redundant", v) for v in done if fits(v) and fresh(v)][:3]
+    subs += [("wrong_target", v) for v in pool if fresh(v)][:6]
+    return old, subs
+
+
+def _double_swaps(gold: str, swaps: Sequence[tuple[str, list[tuple[str, str]]]]) -> Iterator[tuple[str, str]]:
+    """`gold` with two of its targets swapped at once (`(text, kind)`): in a long plan one swapped
+    name leaves an option the near-duplicate gate calls a copy of the gold, two do not."""
+    if len(swaps) < 2:
+        return
+    (old_a, subs_a), (old_b, subs_b) = swaps[0], swaps[1]
+    at_a, at_b = gold.find(old_a), gold.find(old_b)
+    if at_a < 0 or at_b < 0 or (at_a <= at_b < at_a + len(old_a)) or (at_b <= at_a < at_b + len(old_b)):
+        return
+    pairs = [(a, b) for k, a in enumerate(subs_a) for b in subs_b[k : k + 2]]
+    for (kind_a, a), (kind_b, b) in pairs:
+        if _same_thing(a, b):
+            continue
+        first, second = sorted([(at_a, old_a, a), (at_b, old_b, b)], reverse=True)  # the later one first
+        text = gold
+        for at, old, new in (first, second):
+            text = text[:at] + _styled(old, new) + text[at + len(old) :]
+        yield text, ("redundant" if kind_a == kind_b == "redundant" else "wrong_target")
+
+
 def rule_plans(
     gold: str,
     context: Sequence[str],
     viewed: Sequence[str],
     run_plans: Sequence[str],
     edited_yet: bool,
+    right: Collection[str] = (),
 ) -> list[RulePlan]:
     """Wrong next plans for `gold` from the run's own context (see the module docstring).
 
     `context`: texts before the gold step, oldest first (issue, plans, observations); `viewed`:
     targets the run already displayed; `run_plans`: every plan of this run (never reproduced);
-    `edited_yet`: a patched file was already changed before this step.
+    `edited_yet`: a patched file was already changed before this step; `right`: the files and
+    functions the resolving patch changes (never swapped in: naming them is no mistake).
     """
     if not gold.startswith("I need to "):
         return []
@@ -318,44 +392,15 @@ def rule_plans(
                 recent.append(e)
     done = [v for v in reversed(viewed) if v]
     runs = clause.lower().startswith(("run ", "execute ", "rerun ", "re-run "))
-    for target in targets[:2]:
-        kind = _kind(target)
-        old = target
-        if kind == "command":  # swap the file a command names: `python3 test_a.py` -> `python3 test_b.py`
-            paths = [w for w in target.split() if _kind(w) == "path"]
-            if not paths:
-                continue
-            old, kind = paths[0], "path"
-
-        def fits(e: str, kind: str = kind, old: str = old) -> bool:
-            if _kind(e) != kind or any(_same_thing(e, t) for t in own) or _same_thing(e, old):
-                return False
-            return not (kind == "path" and runs and not _SCRIPT.search(e))
-
-        pool = [e for e in recent if fits(e)]
-        # names as frequent as the gold's in the freshest context first: a swap then changes no
-        # option's lexical closeness to what the model just read
-        tail = "\n".join(context)[-TAIL_CHARS:]
-        own_count = tail.count(old)
-        pool.sort(
-            key=lambda e: (
-                own_count > 0 and tail.count(e) == 0,
-                kind == "name" and _shape(e) != _shape(old),
-                abs(tail.count(e) - own_count),
-            )
-        )
-        used: list[str] = []  # two substitutes naming one file (`client.py`, `pkg/client.py`) are one option
-
-        def fresh(e: str, used: list[str] = used) -> bool:
-            if any(_same_thing(e, u) for u in used):
-                return False
-            used.append(e)
-            return True
-
-        for e in [v for v in done if fits(v) and fresh(v)][:3]:
-            add(_swap(gold, old, e), "redundant")
-        for e in [v for v in pool if fresh(v)][:6]:
-            add(_swap(gold, old, e), "wrong_target")
+    tail = "\n".join(context)[-TAIL_CHARS:]
+    swaps = [
+        s for t in targets[:3] if (s := _substitutes(t, own, recent, done, tail, runs, right)) is not None
+    ]
+    for old, subs in swaps[:2]:
+        for kind, e in subs:
+            add(_swap(gold, old, e), kind)
+    for text, kind in _double_swaps(gold, swaps):
+        add(text, kind)
     phase = _phase(clause)
     if phase in _OTHER_PHASE and not (phase == "explore" and edited_yet):
         verb = (_EXPLORE if phase == "explore" else _EDIT if phase == "edit" else _VERIFY).match(clause)

@@ -14,6 +14,8 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
   change, and the same change where it does not belong);
 - `reversed_change`: the hunk's removed and added lines exchanged (the change made the other way);
 - `kept_old_line`: the new lines added but the old ones kept (the old code still runs);
+- `dropped_line`: the new lines added and the statement right after them removed (the fix
+  deletes a line it needed);
 - `wrong_location`: the hunk's change applied at another place of the same file the run displayed
   (where the removed lines also occur, or, for a pure insertion, after another line of the same
   indentation in another function) - the right change in the wrong function;
@@ -30,6 +32,7 @@ Every variant differs from the gold and from every other variant.
 
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
 from collections.abc import Iterator, Sequence
@@ -130,11 +133,27 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
                 ):
                     lines = (*h.lines[: k + 1], mutated, *h.lines[k + 1 :])
                     yield "extra_name", _with_hunk(files, i, j, h._replace(lines=lines))
+            for k in _dropped_lines(h.lines):
+                lines = (*h.lines[:k], "-" + h.lines[k][1:], *h.lines[k + 1 :])
+                yield "dropped_line", _with_hunk(files, i, j, h._replace(lines=lines))
             if any(ln[:1] == "-" for ln in h.lines) and added:
                 flipped = _flipped(h.lines)
                 yield "reversed_change", _with_hunk(files, i, j, h._replace(lines=flipped))
                 kept = tuple(" " + ln[1:] if ln[:1] == "-" else ln for ln in h.lines)
                 yield "kept_old_line", _with_hunk(files, i, j, h._replace(lines=kept))
+
+
+def _dropped_lines(lines: Sequence[str]) -> Iterator[int]:
+    """The context line right after each block of added lines, when removing it is a plausible slip:
+    a statement of the block's own indentation (not a definition, a decorator or a blank)."""
+    for k in range(1, len(lines)):
+        if lines[k][:1] != " " or lines[k - 1][:1] != "+":
+            continue
+        body, added = lines[k][1:], lines[k - 1][1:]
+        if not body.strip() or re.match(r"\s*(?:def |class |@|#|else\b|elif\b|except\b|finally\b)", body):
+            continue
+        if len(body) - len(body.lstrip()) == len(added) - len(added.lstrip()):
+            yield k
 
 
 def _movable(context: str, added: str) -> bool:
@@ -161,22 +180,28 @@ def _flipped(lines: Sequence[str]) -> tuple[str, ...]:
     return tuple(out[:-1])
 
 
+#: Names no plausible wrong variable is: `self = [...]` for `names = [...]` reads as a typo, not a bug.
+_NOT_VARIABLES = frozenset(dir(builtins)) | {"self", "cls"}
 _IDENT = re.compile(r"\b[A-Za-z_]\w{2,}\b")
 
 
 def _wrong_names(h: Hunk) -> Iterator[tuple[int, str]]:
     """An added line with the name it introduces swapped for another name of the hunk (the right
-    change applied to the wrong variable): `[app_label, model_name]` -> `[app_label, field_name]`."""
+    change applied to the wrong variable): `[app_label, model_name]` -> `[app_label, field_name]`.
+    In a pure insertion the names swapped are those the line shares with its context (what it acts on)."""
     removed = {w for ln in h.lines if ln[:1] == "-" for w in _IDENT.findall(ln[1:])}
     context = [w for ln in h.lines if ln[:1] == " " for w in _IDENT.findall(ln[1:])]
     for k, ln in enumerate(h.lines):
         if ln[:1] != "+" or not ln[1:].strip():
             continue
         words = _IDENT.findall(ln[1:])
-        new = [w for w in words if w not in removed and not keyword.iskeyword(w)] if removed else []
+        plain = [w for w in words if not keyword.iskeyword(w) and w not in _NOT_VARIABLES]
+        new = [w for w in plain if w not in removed] if removed else [w for w in plain if w in context]
         for w in new[:2]:
             others = [
-                c for c in dict.fromkeys(context) if c != w and c not in words and not keyword.iskeyword(c)
+                c
+                for c in dict.fromkeys(context)
+                if c != w and c not in words and not keyword.iskeyword(c) and c not in _NOT_VARIABLES
             ]
             shaped = [c for c in others if ("_" in c) == ("_" in w) and c[:1].isupper() == w[:1].isupper()]
             for c in shaped[:2]:
@@ -255,7 +280,27 @@ def patch_mutations(
             break
     longer = [(kind, text) for text, kind in out.items() if len(text) > len(gold)]
     rest = [(kind, text) for text, kind in out.items() if len(text) <= len(gold)]
-    return [pair for row in zip_longest(longer, rest) for pair in row if pair is not None]
+    return _balance_lines(
+        [pair for row in zip_longest(longer, rest) for pair in row if pair is not None], gold
+    )
+
+
+def _balance_lines(variants: list[tuple[str, str]], gold: str) -> list[tuple[str, str]]:
+    """`variants` with those of fewer lines than the gold held back while they would outnumber
+    those of more lines by two (a dropped hunk or line is the usual mutation; the gold must not
+    be the option with the most lines)."""
+    lines = gold.count("\n")
+    out: list[tuple[str, str]] = []
+    held: list[tuple[str, str]] = []
+    fewer = more = 0
+    for kind, text in variants:
+        n = text.count("\n")
+        if n < lines and fewer >= more + 1:
+            held.append((kind, text))
+            continue
+        fewer, more = fewer + (n < lines), more + (n > lines)
+        out.append((kind, text))
+    return out + held
 
 
 def _doubles(base: list[FilePatch], gold: str, most: int = 2) -> list[list[FilePatch]]:
@@ -276,7 +321,7 @@ def _doubles(base: list[FilePatch], gold: str, most: int = 2) -> list[list[FileP
 
 _NOT = re.compile(r"\bnot\b")
 #: The line edits a `double` adds on top of another variant.
-_SECOND_EDITS = ("reverted_condition", "off_by_one", "wrong_name", "wrong_line")
+_SECOND_EDITS = ("reverted_condition", "off_by_one", "wrong_name", "wrong_line", "extra_name", "dropped_line")
 
 
 def _interleave(by_kind: dict[str, list[list[str]]] | dict[str, list[list[FilePatch]]]) -> list:

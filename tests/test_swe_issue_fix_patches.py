@@ -314,3 +314,34 @@ def test_off_by_one_moves_lengths_ranges_and_indexes():
     assert any("len(items) - 1" in t for t in texts)
     assert any("range(count + 1)" in t for t in texts)
     assert any("items[i + 1]" in t for t in texts)
+
+
+def test_a_pure_insertion_gets_a_dropped_line_and_a_wrong_variable_and_is_never_the_option_with_most_lines():
+    insert = """diff --git a/calc/ops.py b/calc/ops.py
+--- a/calc/ops.py
++++ b/calc/ops.py
+@@ -7,5 +7,7 @@ def div(a, b):
+ line 7
+     total = sum(values)
++    if count == 0:
++        count = len(values)
+     mean = total / count
+     return mean
+"""
+    made = patch_mutations(parse_patch(insert), {})
+    kinds = {k for k, _ in made}
+    dropped = next(t for k, t in made if k == "dropped_line")
+    assert "+        count = len(values)\n-    mean = total / count\n" in dropped
+    # the variable the insertion acts on swapped for another one of its context (never `self`, `len`)
+    assert any(k == "wrong_name" and "if total == 0:" in t for k, t in made)
+    assert not any("self" in t or "len == 0" in t for _, t in made)
+    assert {"partial_fix", "reverted_condition"} <= kinds
+    gold_lines = render_patch(parse_patch(insert)).count("\n")
+    counts = [(t.count("\n") < gold_lines, t.count("\n") > gold_lines) for _, t in made]
+    assert sum(f for f, _ in counts) >= 2  # two partial fixes: one may lead, the other waits
+    # fewer-line variants never run ahead of more-line ones by two, but those held back at the end
+    cut = next(k for k in range(len(counts) + 1) if all(f for f, _ in counts[k:]))
+    fewer = more = 0
+    for f, m in counts[:cut]:
+        fewer, more = fewer + f, more + m
+        assert fewer <= more + 1, counts

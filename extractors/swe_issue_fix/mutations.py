@@ -149,7 +149,10 @@ def _dropped_lines(lines: Sequence[str]) -> Iterator[int]:
     for k in range(1, len(lines)):
         if lines[k][:1] != " " or lines[k - 1][:1] != "+":
             continue
-        body, added = lines[k][1:], lines[k - 1][1:]
+        start = k - 1
+        while start > 0 and lines[start - 1][:1] == "+":
+            start -= 1
+        body, added = lines[k][1:], lines[start][1:]  # the block's own indentation: its first line's
         if not body.strip() or re.match(r"\s*(?:def |class |@|#|else\b|elif\b|except\b|finally\b)", body):
             continue
         if len(body) - len(body.lstrip()) == len(added) - len(added.lstrip()):

@@ -132,9 +132,10 @@ def test_plan_golds_come_with_wrong_plans_made_from_the_runs_own_context():
     golds = list(SweIssueFix().extract(_traj(STEPS), "plan", ExtractOptions(max_items_per_trajectory=10)))
     by_step = {g.step_index: g for g in golds}
     g = by_step[1]
+    # a longer substitute, then one not longer than the gold's own target (`tinycalc/ops.py`)
     assert [c.text for c in g.candidates if c.origin == "rule:wrong_target"][:2] == [
-        "I need to open `tinycalc/cli.py` to see how div is implemented",
         "I need to open `tinycalc/util.py` to see how div is implemented",
+        "I need to open `tinycalc/cli.py` to see how div is implemented",
     ]
     assert "I need to submit the changes" in {
         c.text for c in g.candidates if c.origin == "rule:premature"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Collection, Iterator, Sequence
+from itertools import zip_longest
 from typing import NamedTuple
 
 from schemas import Step
@@ -332,7 +333,12 @@ def _substitutes(
         return True
 
     subs = [("redundant", v) for v in done if fits(v) and fresh(v)][:3]
-    subs += [("wrong_target", v) for v in pool if fresh(v)][:6]
+    # longer and shorter substitutes in turn: the options' lengths then fall on both sides of the gold's
+    pool = [v for v in pool if fresh(v)]
+    longer = [v for v in pool if len(_styled(old, v)) > len(old)]
+    shorter = [v for v in pool if len(_styled(old, v)) <= len(old)]
+    turns = [v for pair in zip_longest(longer, shorter) for v in pair if v is not None]
+    subs += [("wrong_target", v) for v in turns][:6]
     return old, subs
 
 

@@ -345,3 +345,22 @@ def test_a_pure_insertion_gets_a_dropped_line_and_a_wrong_variable_and_is_never_
     for f, m in counts[:cut]:
         fewer, more = fewer + f, more + m
         assert fewer <= more + 1, counts
+
+
+def test_script_mutations_make_the_triggering_call_another_way():
+    script = (
+        "from sympy import Mul, Max, Symbol\n"
+        "x = Symbol('x')\n"
+        "qs = Book.objects.order_by('record__root_id')\n"
+        "other = Book.objects.order_by('record__root__id')\n"
+        "print(Mul(Max(0, y), x, evaluate=False).evalf())\n"
+        "r = Mul(Max(0, y), x, evaluate=False)\n"
+    )
+    made = script_mutations(script, issue="order_by('record__root_id') and record__root__id differ")
+    texts = {t for _, t in made}
+    assert any("r = Mul(Max(0, y), x, evaluate=True)" in t for t in texts)  # a flag flipped
+    assert any("r = Mul(x, Max(0, y), evaluate=False)" in t for t in texts)  # the arguments exchanged
+    # a string the issue names, replaced by another one it names: the working input
+    assert any("qs = Book.objects.order_by('record__root__id')" in t for t in texts)
+    # a print is never the call made another way
+    assert not any("print(Mul(Max(0, y), x, evaluate=True)" in t for t in texts)

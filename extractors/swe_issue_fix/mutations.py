@@ -381,7 +381,7 @@ def _statements(lines: list[str]) -> list[int]:
     return out
 
 
-def script_mutations(text: str, limit: int = 18) -> list[tuple[str, str]]:
+def script_mutations(text: str, limit: int = 18, issue: str = "") -> list[tuple[str, str]]:
     """(kind, script) wrong variants of a reproduction script: check reverted, input off by one, a statement dropped."""
     lines = text.split("\n")
     singles: list[tuple[str, list[str]]] = []
@@ -402,6 +402,8 @@ def script_mutations(text: str, limit: int = 18) -> list[tuple[str, str]]:
             for mutated in _one_edit(" " + ln, table):
                 singles.append((kind, [*lines[:k], mutated[1:], *lines[k + 1 :]]))
                 break
+    singles += [("changed_input", v) for v in _swapped_literals(lines, issue)]
+    singles += list(_argument_edits(lines))
     statements = _statements(lines)
     for k, m in pairwise(statements):  # two independent setup steps in the other order
         indent = len(lines[k]) - len(lines[k].lstrip())
@@ -433,6 +435,68 @@ def script_mutations(text: str, limit: int = 18) -> list[tuple[str, str]]:
         if len(out) >= limit:
             break
     return [(kind, t) for t, kind in out.items()]
+
+
+_LITERAL = re.compile(r"""(['"])([^'"\n\\]{2,60})\1""")
+
+
+def _swapped_literals(lines: list[str], issue: str = "", most: int = 4) -> Iterator[list[str]]:
+    """A string argument of a call replaced by another string of the script of the same shape
+    (`order_by("record__root_id")` -> `order_by("record__root__id")`, the input that works): the
+    script then no longer exercises what the issue describes. A string the issue names is replaced
+    only by another one it names (else the gold is the option closest to the issue). Never in
+    prints, comments, imports or setup boilerplate."""
+
+    def usable(ln: str) -> bool:
+        s = ln.strip()
+        return (
+            "(" in s and not s.startswith(("print", "#", "import ", "from ")) and not _BOILERPLATE.search(s)
+        )
+
+    pool = list(dict.fromkeys(m.group(2) for ln in lines if usable(ln) for m in _LITERAL.finditer(ln)))
+    made = 0
+    for k in reversed(range(len(lines))):  # the call that triggers the bug comes last
+        if not usable(lines[k]):
+            continue
+        for m in _LITERAL.finditer(lines[k]):
+            old = m.group(2)
+            shaped = [
+                x
+                for x in pool
+                if x != old and ("__" in x) == ("__" in old) and x.isidentifier() == old.isidentifier()
+            ]
+            if shaped:
+                new = lines[k][: m.start(2)] + shaped[0] + lines[k][m.end(2) :]
+                yield [*lines[:k], new, *lines[k + 1 :]]
+                made += 1
+                break
+        if made >= most:
+            return
+
+
+_FLAG = re.compile(r"\b(\w+)=(True|False)\b")
+_TWO_ARGS = re.compile(r"(?<=\w)\(([\w.]+(?:\([^()]*\))?), ([\w.]+(?:\([^()]*\))?)(?=[,)])")
+
+
+def _argument_edits(lines: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """The call that triggers the bug made another way: a flag argument flipped (`can_delete=True`
+    -> `can_delete=False`, `changed_input`) or its first two arguments exchanged (`Mul(Max(0, y), x)`
+    -> `Mul(x, Max(0, y))`, `swapped_args`). Never in prints, imports, checks or setup boilerplate."""
+    for k in reversed(range(len(lines))):
+        s = lines[k].strip()
+        if not s or s.startswith(("print", "#", "import ", "from ", "if ", "elif ", "assert ")):
+            continue
+        if _BOILERPLATE.search(s) or "settings" in s:
+            continue
+        flag = _FLAG.search(lines[k])
+        if flag is not None:
+            flipped = "False" if flag.group(2) == "True" else "True"
+            new = lines[k][: flag.start(2)] + flipped + lines[k][flag.end(2) :]
+            yield "changed_input", [*lines[:k], new, *lines[k + 1 :]]
+        two = _TWO_ARGS.search(lines[k])
+        if two is not None and two.group(1) != two.group(2):
+            new = lines[k][: two.start()] + f"({two.group(2)}, {two.group(1)}" + lines[k][two.end() :]
+            yield "swapped_args", [*lines[:k], new, *lines[k + 1 :]]
 
 
 def _second(v: list[str], original: list[str]) -> list[str] | None:

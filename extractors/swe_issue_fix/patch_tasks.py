@@ -324,7 +324,7 @@ def _test_patch(
         )
         return
     theirs = [("same_instance:failed_run", s) for s in failed]
-    mutated = [(f"rule:{kind}", text) for kind, text in script_mutations(chosen.text)]
+    mutated = [(f"rule:{kind}", text) for kind, text in script_mutations(chosen.text, issue=traj.task)]
     fields = {"problem_statement": traj.task}
     yield _gold(
         traj, name, version, "test_patch", chosen.created_at, chosen.text, fields, theirs + mutated, options

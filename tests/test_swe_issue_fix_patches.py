@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from extractors.base import ExtractOptions
 from extractors.swe_issue_fix import SweIssueFix
 from extractors.swe_issue_fix.mutations import patch_mutations, script_mutations
@@ -364,3 +366,58 @@ def test_script_mutations_make_the_triggering_call_another_way():
     assert any("qs = Book.objects.order_by('record__root__id')" in t for t in texts)
     # a print is never the call made another way
     assert not any("print(Mul(Max(0, y), x, evaluate=True)" in t for t in texts)
+
+
+DOCS_AND_CODE = "\n".join(
+    [
+        "diff --git a/calc/ops.py b/calc/ops.py",
+        "--- a/calc/ops.py",
+        "+++ b/calc/ops.py",
+        "@@ -1,7 +1,7 @@",
+        " import os",
+        "-from calc.util import clean",
+        "+from calc.util import clean, pad",
+        " import sys",
+        " ",
+        " def div(a, b):",
+        "@@ -20,9 +20,8 @@ def div(a, b):",
+        "     Divide a by b.",
+        " ",
+        "-    Note that the same list is returned each time.",
+        "     >>> div(6, 2)",
+        "-    3",
+        "+    3.0",
+        '     """',
+        "     total = 0",
+        "     rows = pad(values)",
+        "+    total = sum(x for x, y in zip(rows, values))",
+        "     return total / b",
+        "",
+    ]
+)
+
+
+def test_mutations_change_code_never_only_docs_imports_or_the_order_of_independent_lines():
+    made = patch_mutations(parse_patch(DOCS_AND_CODE), {})
+    gold = render_patch(parse_patch(DOCS_AND_CODE))
+    assert not any(
+        k == "wrong_line" and "+from calc.util import clean, pad\n import os" in t for k, t in made
+    )
+    docs = ("Note that", ">>>", "3", '"""', "Divide")
+    for kind, text in made:
+        changed = [  # the content of each patch line that differs (diff marker and patch prefix cut)
+            ln[3:].strip()
+            for ln in difflib.ndiff(gold.split("\n"), text.split("\n"))
+            if ln[:1] in "+-" and not ln[2:].startswith("@@")
+        ]
+        # every variant changes a line of code, not only the docstring or a comment
+        assert any(c and not c.startswith(docs) for c in changed), (kind, changed)
+        assert " not in zip(" not in text  # `for x, y not in ...` is no Python
+    # the import hunk alone dropped leaves `pad` undefined: a real partial fix; the docstring hunk
+    # dropped too, as it also adds the sum (code); a kept old import changes nothing, so never offered
+    assert not any(k == "kept_old_line" and "-from calc.util import clean\n" not in t for k, t in made)
+    # `rows` is assigned by the line above the new one: moving the new line past it is a real mistake
+    moved = [t for k, t in made if k == "wrong_line"]
+    assert any(
+        "+    total = sum(x for x, y in zip(rows, values))\n     rows = pad(values)" in t for t in moved
+    )

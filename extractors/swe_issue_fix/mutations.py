@@ -75,6 +75,9 @@ _STATEMENT = re.compile(
 )
 
 
+_FOR_NOT_IN = re.compile(r"\bfor\s+[\w, ()\[\]]+?\s+not in\b")
+
+
 def _one_edit(line: str, table: Sequence[tuple[str, str | None]]) -> Iterator[str]:
     """Each single rewrite of `line` by one entry of `table` (the first match of that entry)."""
     body, prefix = line[1:], line[:1]
@@ -86,7 +89,7 @@ def _one_edit(line: str, table: Sequence[tuple[str, str | None]]) -> Iterator[st
             out = body[: m.start()] + str(int(m.group(1)) + 1) + body[m.end() :] if m else body
         else:
             out = re.sub(pattern, repl, body, count=1, flags=re.M)
-        if out != body:
+        if out != body and not _FOR_NOT_IN.search(out):  # `for a, b not in x` is no Python
             yield prefix + out
 
 
@@ -104,14 +107,15 @@ def _with_hunk(files: Sequence[FilePatch], i: int, j: int, hunk: Hunk | None) ->
 def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatch]]]:
     for i, f in enumerate(files):
         for j, h in enumerate(f.hunks):
-            added = [k for k, ln in enumerate(h.lines) if ln.startswith("+") and ln[1:].strip()]
+            # only code is mutated: a changed comment or docstring line leaves the gold's behaviour
+            added = [k for k, ln in enumerate(h.lines) if ln.startswith("+") and _does_something(ln[1:])]
             for kind, table in (("reverted_condition", _REVERT), ("off_by_one", _OFF_BY_ONE)):
                 for k in added:
                     for mutated in _one_edit(h.lines[k], table):
                         lines = (*h.lines[:k], mutated, *h.lines[k + 1 :])
                         yield kind, _with_hunk(files, i, j, h._replace(lines=lines))
             if len(added) > 1:
-                for k in added:
+                for k in (k for k in added if _does_something(h.lines[k][1:])):
                     yield (
                         "partial_fix",
                         _with_hunk(files, i, j, h._replace(lines=h.lines[:k] + h.lines[k + 1 :])),
@@ -139,8 +143,12 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
             if any(ln[:1] == "-" for ln in h.lines) and added:
                 flipped = _flipped(h.lines)
                 yield "reversed_change", _with_hunk(files, i, j, h._replace(lines=flipped))
-                kept = tuple(" " + ln[1:] if ln[:1] == "-" else ln for ln in h.lines)
-                yield "kept_old_line", _with_hunk(files, i, j, h._replace(lines=kept))
+                # an old import or docstring line kept changes nothing: only kept old code is wrong
+                if any(
+                    _does_something(ln[1:]) and not _IMPORT.match(ln[1:]) for ln in h.lines if ln[:1] == "-"
+                ):
+                    kept = tuple(" " + ln[1:] if ln[:1] == "-" else ln for ln in h.lines)
+                    yield "kept_old_line", _with_hunk(files, i, j, h._replace(lines=kept))
 
 
 def _dropped_lines(lines: Sequence[str]) -> Iterator[int]:
@@ -153,20 +161,51 @@ def _dropped_lines(lines: Sequence[str]) -> Iterator[int]:
         while start > 0 and lines[start - 1][:1] == "+":
             start -= 1
         body, added = lines[k][1:], lines[start][1:]  # the block's own indentation: its first line's
-        if not body.strip() or re.match(r"\s*(?:def |class |@|#|else\b|elif\b|except\b|finally\b)", body):
+        if not _does_something(body) or not _does_something(added):  # never docstring text or its quotes
+            continue
+        if re.match(r"\s*(?:def |class |@|#|else\b|elif\b|except\b|finally\b)", body):
             continue
         if len(body) - len(body.lstrip()) == len(added) - len(added.lstrip()):
             yield k
 
 
 def _movable(context: str, added: str) -> bool:
-    """A context line an added line can trade places with: a plain statement at the same indentation."""
+    """A context line an added line can trade places with: a plain statement at the same indentation
+    that one of the two lines reads a name of the other assigns (else the order does not matter:
+    two imports, two independent calls, and the moved line is the gold again); never an import."""
     body = context[1:]
     if context[:1] != " " or not body.strip() or body.rstrip().endswith((":", ",", "(", "[", "{", "\\")):
         return False
     if re.match(r"\s*(?:else|elif|except|finally|return|raise|break|continue|@|def |class |#)", body):
         return False
-    return len(body) - len(body.lstrip()) == len(added[1:]) - len(added[1:].lstrip())
+    if _IMPORT.match(body) or _IMPORT.match(added[1:]):
+        return False
+    if len(body) - len(body.lstrip()) != len(added[1:]) - len(added[1:].lstrip()):
+        return False
+    return bool(
+        _assigned(body) & set(_IDENT.findall(added[1:])) or _assigned(added[1:]) & set(_IDENT.findall(body))
+    )
+
+
+def _assigned(line: str) -> set[str]:
+    """Names a statement assigns (`a, b = ...`, `a += ...`, `a.x = ...` assigns `a`'s state)."""
+    m = re.match(r"\s*([\w.,\[\]'\" ]+?)\s*(?:[-+*/|&]?=)(?!=)", line)
+    return {w.split(".")[0] for w in re.findall(r"[A-Za-z_][\w.]*", m.group(1))} if m else set()
+
+
+_IMPORT = re.compile(r"\s*(?:import |from \S+ import )")
+
+
+def _does_something(line: str) -> bool:
+    """A line whose loss changes the code: not blank, not a comment, not docstring text (a bare
+    string, or words with no sign of code)."""
+    s = line.strip()
+    if not s or s.startswith(("#", ">>>", "...")) or re.fullmatch(r"[rbuRBU]?(['\"]).*\1", s):
+        return False  # a doctest line is docstring text too
+    return (
+        s.endswith(":")
+        or re.search(r"[=()\[\]{}]|^(?:return|raise|yield|pass|break|continue|del|assert)\b", s) is not None
+    )
 
 
 def _flipped(lines: Sequence[str]) -> tuple[str, ...]:
@@ -257,7 +296,15 @@ def patch_mutations(
     by_kind: dict[str, list[list[FilePatch]]] = {}
     hunks = [(i, j) for i, f in enumerate(files) for j in range(len(f.hunks))]
     if len(hunks) > 1:
-        by_kind["partial_fix"] = [_with_hunk(files, i, j, None) for i, j in hunks]
+        # a hunk that only deletes, or only adds imports or comments, leaves a working fix when dropped
+        by_kind["partial_fix"] = [
+            _with_hunk(files, i, j, None)
+            for i, j in hunks
+            if any(
+                ln[:1] == "+" and _does_something(ln[1:]) and not _IMPORT.match(ln[1:])
+                for ln in files[i].hunks[j].lines
+            )
+        ]
     for kind, variant in _line_edits(files):
         by_kind.setdefault(kind, []).append(variant)
     # a reverted condition that adds a `not` first only when no other is left: else `not` itself

@@ -205,12 +205,17 @@ def test_the_right_change_in_the_wrong_function_is_a_hunk_moved_where_the_same_l
 
 def test_script_mutations_revert_the_check_change_the_input_and_never_break_a_name():
     script = (
-        "from calc import div\nresult = div(7, 2)\nvalue = result * 2\n"
+        "from calc import div\nresult = div(7, 2)\nresult = div(result, 1)\nvalue = result * 2\n"
         "if __name__ == '__main__':\n    if result != 3.5:\n        print('Issue reproduced')\n"
     )
     made = script_mutations(script)
     kinds = [k for k, _ in made]
     assert {"reverted_check", "changed_input", "dropped_step", "swapped_steps"} <= set(kinds)
+    # two steps swapped only where the order matters: `value` then reads the older `result`; the
+    # first two swapped would read `result` before it exists (a NameError, no plausible test)
+    swapped = [t for k, t in made if k == "swapped_steps"]
+    assert "value = result * 2\nresult = div(result, 1)" in swapped[0]
+    assert not any(t.startswith("from calc import div\nresult = div(result, 1)") for t in swapped)
     reverted = [t for k, t in made if k == "reverted_check"]
     assert "if result == 3.5:" in reverted[0] and all(
         "__name__ ==" in t for t in reverted
@@ -357,6 +362,8 @@ def test_script_mutations_make_the_triggering_call_another_way():
         "other = Book.objects.order_by('record__root__id')\n"
         "print(Mul(Max(0, y), x, evaluate=False).evalf())\n"
         "r = Mul(Max(0, y), x, evaluate=False)\n"
+        "unused = Symbol('z', commutative=False)\n"
+        "print(r.evalf())\n"
     )
     made = script_mutations(script, issue="order_by('record__root_id') and record__root__id differ")
     texts = {t for _, t in made}
@@ -364,6 +371,8 @@ def test_script_mutations_make_the_triggering_call_another_way():
     assert any("r = Mul(x, Max(0, y), evaluate=False)" in t for t in texts)  # the arguments exchanged
     # a string the issue names, replaced by another one it names: the working input
     assert any("qs = Book.objects.order_by('record__root__id')" in t for t in texts)
+    # a flag of a value nothing reads flipped changes nothing: never offered
+    assert not any("commutative=True" in t for t in texts)
     # a print is never the call made another way
     assert not any("print(Mul(Max(0, y), x, evaluate=True)" in t for t in texts)
 
@@ -421,3 +430,29 @@ def test_mutations_change_code_never_only_docs_imports_or_the_order_of_independe
     assert any(
         "+    total = sum(x for x, y in zip(rows, values))\n     rows = pad(values)" in t for t in moved
     )
+
+
+def test_script_mutations_change_what_the_script_does_never_only_a_message():
+    script = (
+        "import django\n"
+        "django.setup()\n"
+        "from app.models import Book\n"
+        "pattern = r'entries/(\\w+)'\n"
+        "Book.objects.create(name='Book 1')\n"
+        "result = replace_groups(pattern)\n"
+        'print(f"Pattern: {pattern}")\n'
+        "try:\n"
+        "    check(result)\n"
+        "except Exception:\n"
+        "    traceback.print_exc()\n"
+        "if result == 'entries/<var>':\n"
+        '    print("the result is right, not the pattern")\n'
+    )
+    made = script_mutations(script)
+    texts = [t for _, t in made]
+    # the check made on another variable: the input instead of the result
+    assert any("if pattern == 'entries/<var>':" in t for k, t in made if k == "wrong_name")
+    # never a word of a message, never a digit inside a string, never the setup or a traceback print
+    assert all('print("the result is right, not the pattern")' in t for t in texts)
+    assert not any("Book 2" in t for t in texts)
+    assert all("django.setup()" in t and "traceback.print_exc()" in t for t in texts)

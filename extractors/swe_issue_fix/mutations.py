@@ -26,7 +26,8 @@ Script mutations (`test_patch`): the check that tells the bug reverted (the last
 setup guards such as `if __name__` or `settings.configured` are never it), the triggering input
 changed by one, print arguments swapped, and pairs of those; one statement dropped comes last (it
 shortens the script, so it would make the gold the longest option) and never one whose name a
-later line uses; two adjacent statements swapped (`swapped_steps`).
+later line uses; two adjacent statements swapped where the order matters (`swapped_steps`); a
+check or print made on another variable of the script (`wrong_name`).
 Every variant differs from the gold and from every other variant.
 """
 
@@ -84,8 +85,8 @@ def _one_edit(line: str, table: Sequence[tuple[str, str | None]]) -> Iterator[st
     if body.lstrip().startswith("#"):
         return
     for pattern, repl in table:
-        if repl is None:
-            m = re.search(pattern, body)
+        if repl is None:  # an integer literal of the code, never a digit inside a string
+            m = re.search(pattern, _code_only(body))
             out = body[: m.start()] + str(int(m.group(1)) + 1) + body[m.end() :] if m else body
         else:
             out = re.sub(pattern, repl, body, count=1, flags=re.M)
@@ -424,6 +425,8 @@ def _statements(lines: list[str]) -> list[int]:
             continue
         if s.endswith((":", "(", "[", "{", ",", "\\")) or s.startswith((")", "]", "}")):
             continue
+        if _BOILERPLATE.search(s) or re.match(r"(?:traceback|logging|logger|log)\.", s):
+            continue  # dropping the setup crashes the script, dropping a traceback print changes nothing
         out.append(k)
     return out
 
@@ -451,10 +454,11 @@ def script_mutations(text: str, limit: int = 18, issue: str = "") -> list[tuple[
                 break
     singles += [("changed_input", v) for v in _swapped_literals(lines, issue)]
     singles += list(_argument_edits(lines))
+    singles += [("wrong_name", v) for v in _checked_names(lines)]
     statements = _statements(lines)
-    for k, m in pairwise(statements):  # two independent setup steps in the other order
+    for k, m in pairwise(statements):  # two steps in the other order, when the order matters
         indent = len(lines[k]) - len(lines[k].lstrip())
-        if m == k + 1 and len(lines[m]) - len(lines[m].lstrip()) == indent:
+        if m == k + 1 and len(lines[m]) - len(lines[m].lstrip()) == indent and _order_matters(lines, k):
             singles.append(("swapped_steps", [*lines[:k], lines[m], lines[k], *lines[m + 1 :]]))
     # a dropped statement must not leave a name undefined (a NameError is no plausible test)
     statements = [k for k in statements if not _defines_used_name(lines, k)]
@@ -471,9 +475,13 @@ def script_mutations(text: str, limit: int = 18, issue: str = "") -> list[tuple[
                 by_kind.setdefault("swapped_args", []).append([*lines[:k], mutated[1:], *lines[k + 1 :]])
     # variants that keep every token first: a dropped statement makes the gold the longest option
     ordered = _interleave(by_kind) + [("dropped_step", [*lines[:k], *lines[k + 1 :]]) for k in statements]
+    # doubles queue up base by base (two one-line edits on different lines combined), so a base and
+    # two doubles on it make a cluster whose centre is the base, not the gold
+    doubles = _script_doubles([v for _, v in ordered], lines)
     out: dict[str, str] = {}
     for n, (kind, v) in enumerate(ordered):
-        for candidate_kind, candidate in [(kind, v)] + ([("double", _second(v, lines))] if n % 2 else []):
+        extra = doubles[n - 1] if 0 < n <= len(doubles) else (_second(v, lines) if n % 2 else None)
+        for candidate_kind, candidate in [(kind, v), ("double", extra)]:
             if candidate is None:
                 continue
             joined = "\n".join(candidate)
@@ -535,8 +543,9 @@ def _argument_edits(lines: list[str]) -> Iterator[tuple[str, list[str]]]:
             continue
         if _BOILERPLATE.search(s) or "settings" in s:
             continue
-        flag = _FLAG.search(lines[k])
-        if flag is not None:
+        assigns = re.match(r"\s*[A-Za-z_][\w, ]*=(?!=)", lines[k]) is not None
+        flag = _FLAG.search(lines[k]) if not assigns or _defines_used_name(lines, k) else None
+        if flag is not None:  # an unused value's flag flipped changes nothing
             flipped = "False" if flag.group(2) == "True" else "True"
             new = lines[k][: flag.start(2)] + flipped + lines[k][flag.end(2) :]
             yield "changed_input", [*lines[:k], new, *lines[k + 1 :]]
@@ -546,12 +555,81 @@ def _argument_edits(lines: list[str]) -> Iterator[tuple[str, list[str]]]:
             yield "swapped_args", [*lines[:k], new, *lines[k + 1 :]]
 
 
+def _script_doubles(variants: list[list[str]], lines: list[str], bases: int = 6) -> list[list[str]]:
+    """Up to two doubles for each of the first `bases` one-line edits: the base's edit and another
+    one-line edit of a different line, applied together."""
+
+    def edited(v: list[str]) -> int | None:
+        diff = [k for k in range(len(lines)) if len(v) == len(lines) and v[k] != lines[k]]
+        return diff[0] if len(diff) == 1 else None
+
+    one_line = [(k, v) for v in variants if (k := edited(v)) is not None]
+    out: list[list[str]] = []
+    for k, base in one_line[:bases]:
+        partners = [(m, w) for m, w in one_line if m != k][:2]
+        out += [[w[m] if j == m else line for j, line in enumerate(base)] for m, w in partners]
+    return out
+
+
+def _checked_names(lines: list[str], most: int = 4) -> Iterator[list[str]]:
+    """A check or print that looks at another variable of the script (the input, not the result:
+    `print(f"Result: {result}")` -> `print(f"Result: {pattern}")`), the last checks first. Only
+    variables (`x = ...` statements, not `x=` keyword arguments), never a word of a message."""
+    statements = [ln for ln in lines if re.match(r"\s*[A-Za-z_][\w, ]*\s=\s", ln)]
+    assigned = list(
+        dict.fromkeys(n for ln in statements for n in sorted(_assigned(ln)) if n not in _NOT_VARIABLES)
+    )
+    made = 0
+    for k in reversed(range(len(lines))):
+        s = lines[k].strip()
+        if not s.startswith(("print(", "if ", "elif ", "assert ")) or _BOILERPLATE.search(s):
+            continue
+        code = _code_only(lines[k])
+        used = [w for w in dict.fromkeys(_IDENT.findall(code)) if w in assigned]
+        others = [n for n in assigned if n not in used and ("_" in n) == ("_" in used[0])] if used else []
+        at = re.search(rf"\b{re.escape(used[0])}\b", code) if others else None
+        if at is not None:
+            new = lines[k][: at.start()] + others[-1] + lines[k][at.end() :]
+            yield [*lines[:k], new, *lines[k + 1 :]]
+            made += 1
+            if made >= most:
+                return
+
+
+_STRING = re.compile(r"""([rbfuRBFU]{0,2})(['"])((?:\\.|(?!\2).)*)\2""")
+
+
+def _code_only(line: str) -> str:
+    """`line` with the text of its string literals blanked (same length; an f-string's `{...}`
+    fields kept): a name or a digit in a message is not code."""
+    out = list(line)
+    for m in _STRING.finditer(line):
+        fields = "f" in m.group(1).lower()
+        depth = 0
+        for i in range(m.start(3), m.end(3)):
+            c = line[i]
+            depth += (c == "{") - (c == "}") if fields else 0
+            if not (fields and (depth > 0 or c == "}")):
+                out[i] = " "
+    return "".join(out)
+
+
+def _order_matters(lines: list[str], k: int) -> bool:
+    """Lines `k` and `k + 1` read what the other reassigns (a name also assigned before `k`): in the
+    other order the second reads the old value. Independent steps swapped are the same script, and a
+    name read before its first assignment is a NameError, no plausible test."""
+    earlier = set().union(*(_assigned(ln) for ln in lines[:k])) if k else set()
+    first, second = lines[k], lines[k + 1]
+    reads = lambda ln: set(_IDENT.findall(ln.split("=", 1)[-1]))  # noqa: E731
+    return bool((_assigned(first) & reads(second) & earlier) or (_assigned(second) & reads(first) & earlier))
+
+
 def _second(v: list[str], original: list[str]) -> list[str] | None:
     """A second, different edit on top of variant `v` (a reverted check or a changed input)."""
     for k, ln in enumerate(v):
         if k < len(original) and ln != original[k]:
             continue
-        if re.match(r"\s*(?:if|elif|assert)\b", ln):
+        if re.match(r"\s*(?:if|elif|assert)\b", ln) and not _BOILERPLATE.search(ln):  # never a setup guard
             for mutated in _one_edit(" " + ln, _SCRIPT_REVERT):
                 return [*v[:k], mutated[1:], *v[k + 1 :]]
     return None

@@ -267,10 +267,10 @@ def test_test_patch_gold_is_the_script_run_before_the_fix_and_again_after():
     assert [p.reason for p in problems] == ["no_test_patch"]
 
 
-GUARD = """diff --git a/calc/ops.py b/calc/ops.py
---- a/calc/ops.py
-+++ b/calc/ops.py
-@@ -7,7 +7,9 @@ def div(a, b):
+OPS_HEADER = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n"
+GUARD = (
+    OPS_HEADER
+    + """@@ -7,7 +7,9 @@ def div(a, b):
  line 7
  total = len(items)
  scale = factor
@@ -282,6 +282,7 @@ GUARD = """diff --git a/calc/ops.py b/calc/ops.py
  line 11
  line 12
 """
+)
 
 
 def test_patch_mutations_lengthen_as_often_as_they_shorten_and_cluster_around_a_base():
@@ -316,7 +317,6 @@ def _one_line_apart(a: str, b: str) -> bool:
 def test_off_by_one_moves_lengths_ranges_and_indexes():
     body = "+    end = len(items)\n+    for k in range(count):\n+        out.append(items[i])\n"
     patch = GUARD.split("+    if b == 0:")[0] + body + "     return a // b\n line 11\n line 12\n"
-    patch = patch.replace("@@ -7,7 +7,9 @@", "@@ -7,7 +7,9 @@")
     texts = [t for k, t in patch_mutations(parse_patch(patch), {}) if k == "off_by_one"]
     assert any("len(items) - 1" in t for t in texts)
     assert any("range(count + 1)" in t for t in texts)
@@ -324,10 +324,9 @@ def test_off_by_one_moves_lengths_ranges_and_indexes():
 
 
 def test_a_pure_insertion_gets_a_dropped_line_and_a_wrong_variable_and_is_never_the_option_with_most_lines():
-    insert = """diff --git a/calc/ops.py b/calc/ops.py
---- a/calc/ops.py
-+++ b/calc/ops.py
-@@ -7,5 +7,7 @@ def div(a, b):
+    insert = (
+        OPS_HEADER
+        + """@@ -7,5 +7,7 @@ def div(a, b):
  line 7
      total = sum(values)
 +    if count == 0:
@@ -335,6 +334,7 @@ def test_a_pure_insertion_gets_a_dropped_line_and_a_wrong_variable_and_is_never_
      mean = total / count
      return mean
 """
+    )
     made = patch_mutations(parse_patch(insert), {})
     kinds = {k for k, _ in made}
     dropped = next(t for k, t in made if k == "dropped_line")

@@ -7,7 +7,8 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
 - `off_by_one`: an integer literal or a comparison of an added line moved by one (`< n` -> `<= n`,
   `n` -> `n + 1`, slices, `len(x)` -> `len(x) - 1`, `range(n)` -> `range(n + 1)`, `[i]` -> `[i + 1]`);
 - `partial_fix`: one hunk of a multi-hunk fix dropped, or one added line of a hunk dropped;
-- `wrong_line`: an added line moved one line up or down in its hunk, past a context line;
+- `wrong_line`: an added line moved one line up or down in its hunk, past a context line it
+  depends on (never an import, never past an independent line: the same code);
 - `wrong_name`: the name an added line introduces swapped for another name of the hunk (the right
   change on the wrong variable);
 - `extra_name`: an added statement kept and repeated on another name of the hunk (the right
@@ -19,15 +20,22 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
 - `wrong_location`: the hunk's change applied at another place of the same file the run displayed
   (where the removed lines also occur, or, for a pure insertion, after another line of the same
   indentation in another function) - the right change in the wrong function;
-- `double`: two of the above at once, so the gold is not the one option all others are one edit away from.
-The variants come longer and not longer than the gold in turn (each group in the kinds' turn), so
-the first few already let the gold be the longest, the shortest or neither option.
+- `double`: two of the above at once, two per base, so the gold is not the one option all others
+  are one edit away from (a base and its doubles cluster around the base).
+Only code is mutated: a comment, a docstring or doctest line changed, a hunk that only deletes or
+only adds imports dropped, an old import kept, leave the gold's behaviour (no distractor). The
+variants come longer and not longer than the gold in turn (each group in the kinds' turn), those
+with fewer lines held back while they would outnumber those with more by two, so the first few
+already let the gold be the longest, the shortest or neither option.
 Script mutations (`test_patch`): the check that tells the bug reverted (the last checks first;
 setup guards such as `if __name__` or `settings.configured` are never it), the triggering input
-changed by one, print arguments swapped, and pairs of those; one statement dropped comes last (it
-shortens the script, so it would make the gold the longest option) and never one whose name a
-later line uses; two adjacent statements swapped where the order matters (`swapped_steps`); a
-check or print made on another variable of the script (`wrong_name`).
+changed (an integer of the code by one, a string argument for another of the script's, a flag
+argument of a value read later flipped: `changed_input`), the triggering call's first two
+arguments exchanged (or a print's, when prints are the checks: `swapped_args`), a check or print
+made on another variable of the script (`wrong_name`, never a word of a message), two adjacent
+statements swapped where the order matters (`swapped_steps`), and pairs of those clustered around
+a base (`double`); one statement dropped comes last (it shortens the script, so it would make the
+gold the longest option) and never one whose name a later line uses, a setup line or a traceback print.
 Every variant differs from the gold and from every other variant.
 """
 

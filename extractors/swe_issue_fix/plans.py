@@ -11,7 +11,8 @@ its rule (`rule:<kind>`):
 - `wrong_target`: the gold's file, function or command target swapped for another one the
   context names (the issue, earlier plans and observations; the most recent first), one target
   or two at once (in a long plan one swapped name is a near copy of the gold), never a file or
-  function the resolving patch changes (a plan naming one is no mistake);
+  function the resolving patch changes (a plan naming one is no mistake); substitutes longer and
+  shorter than the gold's target in turn (so the gold is not the option of one length rank);
 - `redundant`: the target swapped for one the run already viewed with its output shown;
 - `wrong_order`: the gold's target with the verb of another phase (editing what was not read
   yet, verifying a fix not made yet);

@@ -29,8 +29,9 @@ with fewer lines held back while they would outnumber those with more by two, so
 already let the gold be the longest, the shortest or neither option.
 Script mutations (`test_patch`): the check that tells the bug reverted (the last checks first;
 setup guards such as `if __name__` or `settings.configured` are never it), the triggering input
-changed (an integer of the code by one, a string argument for another of the script's, a flag
-argument of a value read later flipped: `changed_input`), the triggering call's first two
+changed (an integer of a check, an expected value or an index by one, a string argument for
+another of the script's, a flag argument of a value read later flipped: `changed_input`), the
+triggering call's first two
 arguments exchanged (or a print's, when prints are the checks: `swapped_args`), a check or print
 made on another variable of the script (`wrong_name`, never a word of a message), two adjacent
 statements swapped where the order matters (`swapped_steps`), and pairs of those clustered around
@@ -453,8 +454,8 @@ def script_mutations(text: str, limit: int = 18, issue: str = "") -> list[tuple[
                 continue
             if kind == "changed_input" and (
                 ln.lstrip().startswith(("print", "#"))
-                or ("=" not in ln and "(" not in ln)
                 or _BOILERPLATE.search(ln)
+                or not _CHECKED_NUMBER.search(_code_only(ln))
             ):
                 continue
             for mutated in _one_edit(" " + ln, table):
@@ -500,6 +501,9 @@ def script_mutations(text: str, limit: int = 18, issue: str = "") -> list[tuple[
     return [(kind, t) for t, kind in out.items()]
 
 
+#: Where a number is what the script checks: a check line, an `expected` value, an index. Any
+#: other number is an input that rarely matters (`Text(0, 0, ...)` -> `Text(1, 0, ...)` still shows the bug).
+_CHECKED_NUMBER = re.compile(r"^\s*(?:if|elif|assert|while)\b.*\d|^\s*\w*expect\w*\s*=.*\d|\[\d{1,2}\]", re.I)
 _LITERAL = re.compile(r"""(['"])([^'"\n\\]{2,60})\1""")
 
 

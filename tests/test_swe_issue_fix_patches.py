@@ -367,6 +367,8 @@ def test_script_mutations_make_the_triggering_call_another_way():
         "print(Mul(Max(0, y), x, evaluate=False).evalf())\n"
         "r = Mul(Max(0, y), x, evaluate=False)\n"
         "unused = Symbol('z', commutative=False)\n"
+        "def ask(self, name, flag=True):\n"
+        "    return r\n"
         "print(r.evalf())\n"
     )
     made = script_mutations(script, issue="order_by('record__root_id') and record__root__id differ")
@@ -375,6 +377,8 @@ def test_script_mutations_make_the_triggering_call_another_way():
     assert any("r = Mul(x, Max(0, y), evaluate=False)" in t for t in texts)  # the arguments exchanged
     # a string the issue names, replaced by another one it names: the working input
     assert any("qs = Book.objects.order_by('record__root__id')" in t for t in texts)
+    # a definition's parameters are no call: never swapped nor flipped
+    assert all("def ask(self, name, flag=True):" in t for t in texts)
     # a flag of a value nothing reads flipped changes nothing: never offered
     assert not any("commutative=True" in t for t in texts)
     # a print is never the call made another way

@@ -551,8 +551,10 @@ def _argument_edits(lines: list[str]) -> Iterator[tuple[str, list[str]]]:
     -> `Mul(x, Max(0, y))`, `swapped_args`). Never in prints, imports, checks or setup boilerplate."""
     for k in reversed(range(len(lines))):
         s = lines[k].strip()
-        if not s or s.startswith(("print", "#", "import ", "from ", "if ", "elif ", "assert ")):
-            continue
+        if not s or s.startswith(
+            ("print", "#", "import ", "from ", "if ", "elif ", "assert ", "def ", "class ")
+        ):
+            continue  # a definition's parameters swapped is no other call
         if _BOILERPLATE.search(s) or "settings" in s:
             continue
         assigns = re.match(r"\s*[A-Za-z_][\w, ]*=(?!=)", lines[k]) is not None

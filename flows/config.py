@@ -277,8 +277,8 @@ class AdversarialConfig(_Config):
     """Swap distractors for reserve candidates after generate (a generator without reserve is left as is)."""
     rounds: int = Field(3, ge=0, le=20)
     """Refit-and-replace rounds."""
-    folds: int = Field(5, ge=2, le=20)
-    """Cross-fitting folds of the learned scorers."""
+    folds: int = Field(3, ge=2, le=20)
+    """Cross-fitting folds of the learned scorers in the filter's rounds (the audit keeps its five)."""
     slack: float = Field(0.05, ge=0, le=1)
     """A rule counts as solving a task while its accuracy is above chance + slack."""
     drop: bool = True

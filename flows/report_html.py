@@ -268,7 +268,12 @@ def _validity_html(v: ValidityReport | None) -> list[str]:
                     (", ".join(f"{k} {n}" for k, n in t.sources.items()) or "-")
                     + (f"; {t.patch_overlap:.0%} touch a gold file" if t.patch_overlap is not None else ""),
                     f"{t.adversarial.candidates_scored} scored, {t.adversarial.replaced} replaced, "
-                    f"{t.adversarial.dropped} dropped",
+                    f"{t.adversarial.dropped} dropped"
+                    + (
+                        f", {t.adversarial.left_to_gates} left to the gates"
+                        if t.adversarial.left_to_gates
+                        else ""
+                    ),
                 ]
                 for t in v.tasks
             ],

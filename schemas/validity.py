@@ -66,6 +66,9 @@ class AdversarialTask(Model):
     """Distractors swapped for a reserve candidate."""
     dropped: int = 0
     """Items no reserve candidate could hide from a rule (`adversarial.too_easy`)."""
+    left_to_gates: int = 0
+    """Items not filtered: their gold alone is found in the context and no candidate is (the
+    `gold_in_context` gate drops them)."""
     rounds: int = 0
     before: dict[str, float] = Field(default_factory=dict)
     """Each rule's accuracy before any swap, as the filter scores it (vectorisers fitted with the reserve)."""

@@ -18,7 +18,7 @@ import pytest
 from generators.quality.adversarial import Settings, adversarial_filter
 from generators.quality.balance import balance_positions
 from generators.quality.baselines import Mcq, task_baselines
-from generators.quality.gates import context_text
+from generators.quality.gates import check_question, context_text, found_in_context
 from schemas import Distractor, Provenance, Question, content_id
 
 WORDS = [
@@ -247,3 +247,31 @@ def test_a_task_without_reserve_is_left_as_it_is():
     questions = [_gold_longest(rng, k).model_copy(update={"reserve": ()}) for k in range(20)]
     out, dropped, stats = adversarial_filter(questions, seed=1)
     assert out == questions and not dropped and stats["longest"].replaced == 0
+
+
+def test_where_the_gold_is_copied_from_the_context_filtering_keeps_a_candidate_found_there_too():
+    """A gold found verbatim in the context fails the `gold_in_context` gate unless a shown
+    distractor is found there as well: filtering shows such a candidate where the reserve has one,
+    never swaps it out, and leaves the items where none exists to the gate (which drops them)."""
+    rng = random.Random(4)
+    questions = []
+    for k in range(60):
+        gold = "open the " + _phrase(rng, 5)
+        quoted = "open the " + _phrase(rng, 5)
+        context = f"{_phrase(rng, 8)}\n{gold}\n{_phrase(rng, 4)}\n" + (quoted if k % 6 else "")
+        reserve = ["open the " + _phrase(rng, 5) for _ in range(5)] + [quoted]
+        questions.append(
+            _question(k, "copied", gold, ["open the " + _phrase(rng, 5) for _ in range(3)], reserve, context)
+        )
+    filtered, _, stats = adversarial_filter(questions, seed=2)
+    assert stats["copied"].left_to_gates == 10 and stats["copied"].items == 60
+    by_id = {q.item_id: q for q in questions}
+    for q in filtered:
+        found = found_in_context(q.options, context_text(q.fields))
+        assert found[q.gold_index]
+        if q.item_id in {by_id[content_id("copied", k)].item_id for k in range(0, 60, 6)}:
+            assert not any(found[1:]) and any(
+                p.reason == "gold_in_context" and p.severity == "error" for p in check_question(q)
+            )
+        else:
+            assert q.reserve == () and sum(found) >= 2, q.options

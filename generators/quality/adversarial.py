@@ -19,8 +19,14 @@ swaps nothing. After the rounds, rules still over their bound lose the items the
 first, until they are back at target (AFLite's removal of predictable instances), at most
 `max_drop` of the task; those items become `too_easy` Problems. Then `reserve` is cleared.
 
-Cost: every text and context of a task is analysed once (`scorers.task_grams`: hashed gram counts);
-rounds refit the TF-IDF weights and the linear models on those counts, the naive Bayes is a sparse
+Golds copied from the context: the `gold_in_context` gate drops an item whose gold alone is found
+verbatim in its context, so where the reserve holds a candidate found there too, filtering shows one
+and never swaps the last of them out; an item with no such candidate is not filtered (its count is
+`left_to_gates`) and the gate drops it.
+
+Cost: every text and context of a task is analysed once (`scorers.task_grams`: hashed gram counts,
+and each text's context cosines, which do not depend on the other options shown); rounds refit the
+linear models on those counts (three folds; the closing measurement is the audit's own five), the naive Bayes is a sparse
 product, and swaps are scored item by item with numpy over all the item's trial option sets. Memory
 is the non-zeros of the counts (never an items x vocabulary dense matrix).
 
@@ -48,7 +54,7 @@ from generators.quality.baselines import (
     task_baselines,
     text_features,
 )
-from generators.quality.gates import context_text
+from generators.quality.gates import context_text, found_in_normalised
 from generators.quality.scorers import (
     SUITE,
     Item,
@@ -59,6 +65,7 @@ from generators.quality.scorers import (
     suite_features,
     task_grams,
 )
+from generators.text import normalise
 from schemas import Distractor, Problem, Question, content_id
 from schemas.steps import candidate_source
 from schemas.tasks import find_spec
@@ -76,8 +83,10 @@ class Settings(NamedTuple):
 
     rounds: int = 3
     """Refit-and-replace rounds."""
-    folds: int = 5
-    """Cross-fitting folds of the learned scorers."""
+    folds: int = 3
+    """Cross-fitting folds of the learned scorers in the rounds (three models per kind, each fitted
+    on two thirds of the items: half the work of five folds); the measurement after the rounds is
+    the audit's own (its five folds by content)."""
     slack: float = 0.05
     """A rule counts as solving the task while its accuracy is above chance + `slack`."""
     swaps_per_item: int = 2
@@ -107,6 +116,7 @@ class TaskFilter(NamedTuple):
     replaced: int
     dropped: int
     rounds: int
+    left_to_gates: int
     before: dict[str, float]
     """Each rule's accuracy before any swap, as the filter scores it (vectorisers fitted with the reserve)."""
     after: dict[str, float]
@@ -119,6 +129,7 @@ class TaskFilter(NamedTuple):
             candidates_scored=self.candidates_scored,
             replaced=self.replaced,
             dropped=self.dropped,
+            left_to_gates=self.left_to_gates,
             rounds=self.rounds,
             before={k: round(v, 4) for k, v in self.before.items()},
             after={k: round(v, 4) for k, v in self.after.items()},
@@ -128,7 +139,7 @@ class TaskFilter(NamedTuple):
 class _State:
     """One task's items during filtering: all texts, what is shown, and option-only precomputations."""
 
-    def __init__(self, questions: Sequence[Question]) -> None:
+    def __init__(self, questions: Sequence[Question], in_context: _InContext) -> None:
         self.questions = list(questions)
         self.texts: list[tuple[str, ...]] = []
         self.origin: list[list[str]] = []
@@ -150,6 +161,16 @@ class _State:
         self.offsets = np.concatenate([[0], np.cumsum([len(t) for t in self.texts])]).astype(np.int64)
         self.contexts = [context_text(q.fields, find_spec(q.scenario, q.task)) for q in self.questions]
         self.preferred = [[int(candidate_source(o) in PREFERRED) for o in origins] for origins in self.origin]
+        # where the gold is found in the context, an item passes the `gold_in_context` gate only while
+        # a shown distractor is found there too: such items show one, and `_trials` never swaps the last out
+        self.in_context = [
+            in_context.found(q, texts) for q, texts in zip(self.questions, self.texts, strict=True)
+        ]
+        for i, found in enumerate(self.in_context):
+            if found[0] and not found[self.shown[i][1:]].any():
+                spare = [j for j in range(1, len(found)) if found[j] and j not in self.shown[i]]
+                if spare:
+                    self.shown[i][-1] = spare[0]
 
     def can_prefer(self) -> bool:
         """Whether some item shows a distractor from elsewhere and holds a better-sourced spare."""
@@ -369,6 +390,15 @@ def _soft(sc: _Scores, trials: np.ndarray) -> np.ndarray:
 
 
 def _trials(state: _State, i: int, chars: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
+    rows, gain = _all_trials(state, i, chars, near)
+    found = state.in_context[i]
+    if found[0] and len(rows):  # never drop the last shown distractor found in the context
+        keep = found[rows[:, 1:]].any(axis=1)
+        rows, gain = rows[keep], gain[keep]
+    return rows, gain
+
+
+def _all_trials(state: _State, i: int, chars: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
     """Every option set one swap away from item `i`'s (a reserve text in a distractor's slot, never a
     near-duplicate of the other shown options), and the gain in better-sourced distractors of each."""
     shown = state.shown[i]
@@ -431,13 +461,58 @@ def _band_cost(acc: np.ndarray, lo: float, hi: float) -> float:
     return float(np.clip(acc - hi, 0, None).sum() + np.clip(lo - acc, 0, None).sum())
 
 
+class _InContext:
+    """Which of an item's texts are found in its context (`gates.found_in_normalised`, the test of
+    the `gold_in_context` gate), each context and each distinct text normalised once per task."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, str] = {}
+        self.contexts: dict[str, str] = {}
+
+    def found(self, q: Question, texts: Sequence[str]) -> np.ndarray:
+        ctx = self.contexts.get(q.item_id)
+        if ctx is None:
+            raw = context_text(q.fields, find_spec(q.scenario, q.task))
+            ctx = self.contexts[q.item_id] = normalise(raw) if raw else ""
+        keys = []
+        for t in texts:
+            key = self.keys.get(t)
+            if key is None:
+                key = self.keys[t] = normalise(t)
+            keys.append(key)
+        return np.array(found_in_normalised(keys, ctx), dtype=bool)
+
+
+def _left_to_gates(q: Question, in_context: _InContext) -> bool:
+    """The gold alone is found in the context and no candidate is: no swap can make the item pass
+    the `gold_in_context` gate, so filtering leaves it (and its tell) to the gate."""
+    found = in_context.found(q, [q.gold, *(d.text for d in (*q.distractors, *q.reserve))])
+    return bool(found[0]) and not found[1:].any()
+
+
 def filter_task(
     questions: Sequence[Question], seed: int, settings: Settings | None = None, bounds: Bounds | None = None
 ) -> tuple[list[Question], list[Problem], TaskFilter]:
     """Filter one task's MCQ questions (see the module docstring); returns kept questions, drops and stats."""
     settings = settings or Settings()
     bounds = bounds or Bounds()
-    state = _State(questions)
+    in_context = _InContext()
+    hopeless = [q for q in questions if _left_to_gates(q, in_context)]
+    if not hopeless:
+        return _filter(questions, seed, settings, bounds, in_context)
+    skip = {q.item_id for q in hopeless}
+    kept, problems, stats = _filter(
+        [q for q in questions if q.item_id not in skip], seed, settings, bounds, in_context
+    )
+    left = [q.model_copy(update={"reserve": ()}) for q in hopeless]
+    stats = stats._replace(items=stats.items + len(left), left_to_gates=len(left))
+    return sorted([*kept, *left], key=lambda q: q.item_id), problems, stats
+
+
+def _filter(
+    questions: Sequence[Question], seed: int, settings: Settings, bounds: Bounds, in_context: _InContext
+) -> tuple[list[Question], list[Problem], TaskFilter]:
+    state = _State(questions, in_context)
     n = len(state.questions)
     before: dict[str, float] = {}
     chance = sum(1 / len(s) for s in state.shown) / n if n else 0.0
@@ -513,7 +588,7 @@ def filter_task(
     else:
         after = {}
     out = [_rebuild(state, i) for i in kept]
-    stats = TaskFilter(n, scored, replaced, n - len(kept), done_rounds, before, after)
+    stats = TaskFilter(n, scored, replaced, n - len(kept), done_rounds, 0, before, after)
     return out, problems, stats
 
 

@@ -190,7 +190,28 @@ def gate_near_gold(q: Question | OptionSet, threshold: float = 0.9) -> Iterator[
             yield _problem(v, "distractor_near_gold", f"option {i} similarity {sim:.2f} >= {threshold}")
 
 
-def gate_gold_in_context(q: Question | OptionSet, min_chars: int = 20) -> Iterator[Problem]:
+GOLD_IN_CONTEXT_CHARS = 20
+
+
+def found_in_context(
+    texts: Sequence[str], context: str, min_chars: int = GOLD_IN_CONTEXT_CHARS
+) -> list[bool]:
+    """Which texts appear verbatim (after normalisation) in the context; texts shorter than
+    `min_chars` once normalised never count (a bare `ls` occurs anywhere by chance)."""
+    return found_in_normalised([_norm(t) for t in texts], normalise(context) if context else "", min_chars)
+
+
+def found_in_normalised(
+    keys: Sequence[str], context: str, min_chars: int = GOLD_IN_CONTEXT_CHARS
+) -> list[bool]:
+    """`found_in_context` of texts and a context already through `normalise` (callers that test
+    many texts against one context, or one text against many)."""
+    return [bool(context) and len(k) >= min_chars and k in context for k in keys]
+
+
+def gate_gold_in_context(
+    q: Question | OptionSet, min_chars: int = GOLD_IN_CONTEXT_CHARS
+) -> Iterator[Problem]:
     """The gold's text appears in the context.
 
     An `error` when the gold is the only option found there (copying from the context answers the
@@ -198,20 +219,12 @@ def gate_gold_in_context(q: Question | OptionSet, min_chars: int = 20) -> Iterat
     after normalisation (a bare `ls`) are not checked: they occur anywhere by chance.
     """
     v = option_set(q)
-    gold = _gold(v)
-    if gold is None or not v.context:
+    if _gold(v) is None or not v.context:
         return
-    key = _norm(gold)
-    if len(key) < min_chars:
+    found = found_in_context(v.options, v.context, min_chars)
+    if not found[v.gold_index]:
         return
-    ctx = normalise(v.context)
-    if key not in ctx:
-        return
-    also = [
-        i
-        for i, o in enumerate(v.options)
-        if i != v.gold_index and len(_norm(o)) >= min_chars and _norm(o) in ctx
-    ]
+    also = [i for i, hit in enumerate(found) if hit and i != v.gold_index]
     if also:
         yield _problem(v, "gold_in_context", f"gold found in the context, as are options {also}", "warning")
     else:

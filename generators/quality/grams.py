@@ -62,19 +62,21 @@ def char_grams(text: str, lo: int = 2, hi: int = 4) -> np.ndarray:
 
 def _gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
     ids, counts = np.unique(char_grams(text), return_counts=True)
-    return ids, counts
+    return ids.astype(np.int32), counts.astype(np.float32)
 
 
-#: Options (short texts) are analysed by every build stage that scores them: their counts are cached.
+#: Options (short texts) are analysed by the filter and again by the audit of the kept options:
+#: the counts of the most recent ones are cached (8 bytes a gram; a bounded number of texts).
 _CACHED_CHARS = 4000
-_short_counts = lru_cache(maxsize=1 << 15)(_gram_counts)
+_CACHED_TEXTS = 1 << 13
+_short_counts = lru_cache(maxsize=_CACHED_TEXTS)(_gram_counts)
 
 
 def _csr(per: Sequence[tuple[np.ndarray, np.ndarray]]) -> sparse.csr_matrix:
     indptr = np.zeros(len(per) + 1, dtype=np.int64)
     np.cumsum([len(i) for i, _ in per], out=indptr[1:])
-    indices = np.concatenate([i for i, _ in per]).astype(np.int32) if per else np.zeros(0, np.int32)
-    data = np.concatenate([c for _, c in per]).astype(np.float64) if per else np.zeros(0)
+    indices = np.concatenate([i for i, _ in per]) if per else np.zeros(0, np.int32)
+    data = np.concatenate([c for _, c in per]) if per else np.zeros(0, np.float32)
     return sparse.csr_matrix((data, indices, indptr), shape=(len(per), WIDTH))
 
 
@@ -147,10 +149,10 @@ def word_grams(text: str) -> np.ndarray:
 
 def _word_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
     ids, counts = np.unique(word_grams(text), return_counts=True)
-    return ids, counts
+    return ids.astype(np.int32), counts.astype(np.float32)
 
 
-_short_words = lru_cache(maxsize=1 << 15)(_word_counts)
+_short_words = lru_cache(maxsize=_CACHED_TEXTS)(_word_counts)
 
 
 def word_counts(docs: Sequence[str]) -> sparse.csr_matrix:
@@ -265,45 +267,54 @@ def owner_lookup(a: sparse.csr_matrix, b: sparse.csr_matrix, owner: np.ndarray) 
     if not b.has_sorted_indices:
         b = b.sorted_indices()
     width = np.int64(max(a.shape[1], b.shape[1], 1))
-    key_b = np.repeat(np.arange(b.shape[0], dtype=np.int64), np.diff(b.indptr)) * width + b.indices
+    seen = np.zeros(int(width), dtype=bool)
+    seen[a.indices] = True
+    useful = seen[b.indices]  # most of a context's grams are in none of the texts: not searched
+    key_b = (np.repeat(np.arange(b.shape[0], dtype=np.int64), np.diff(b.indptr)) * width + b.indices)[useful]
+    values = b.data[useful]
     rows_a = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
     key_a = owner.astype(np.int64)[rows_a] * width + a.indices
     if not len(key_b):
         return np.zeros(len(key_a))
     at = np.minimum(np.searchsorted(key_b, key_a), len(key_b) - 1)
-    return np.where(key_b[at] == key_a, b.data[at], 0.0)
+    return np.where(key_b[at] == key_a, values[at], 0.0)
 
 
-def _weights(vec: Tfidf, block: sparse.csr_matrix, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Un-normalised sublinear TF-IDF weight of each stored entry of `block` given `counts` (0 where
-    the column is not kept or the count is 0), and the row of each entry."""
-    col = vec._positions(block.indices)
-    ok = (col >= 0) & (counts > 0)
-    values = np.where(ok, (1.0 + np.log(np.maximum(counts, 1.0))) * vec.idf[np.maximum(col, 0)], 0.0)
-    return values, np.repeat(np.arange(block.shape[0]), np.diff(block.indptr))
+def _document_frequency(block: sparse.csr_matrix, ids: np.ndarray) -> np.ndarray:
+    """In how many rows of `block` each of `ids` occurs."""
+    if block.nnz > _DENSE_FROM:
+        return np.bincount(block.indices, minlength=WIDTH)[ids]
+    cols, df = np.unique(block.indices, return_counts=True)
+    if not len(cols):
+        return np.zeros(len(ids), dtype=np.int64)
+    at = np.minimum(np.searchsorted(cols, ids), len(cols) - 1)
+    return np.where(cols[at] == ids, df[at], 0)
 
 
 def context_cosine(
-    vec: Tfidf,
-    texts: sparse.csr_matrix,
-    contexts: sparse.csr_matrix,
-    in_context: np.ndarray,
-    owner: np.ndarray,
-) -> np.ndarray:
-    """Per text row: the cosine of its TF-IDF row and its owner's context row, from raw counts.
+    texts: sparse.csr_matrix, contexts: sparse.csr_matrix, owner: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per text row: the TF-IDF cosine with its owner's context row; and, per stored count of
+    `texts`, the count of that gram in the owner's context.
 
-    `in_context` holds, for every stored count of `texts`, the count of the same gram in the owner's
-    context (`owner_lookup`, computed once per task): no context row is transformed per text, and a
-    refit (new idf) costs a pass over the stored counts."""
-    vt, rows = _weights(vec, texts, texts.data)
-    vc, ctx_rows = _weights(vec, contexts, contexts.data)
-    at_ctx, _ = _weights(vec, texts, in_context)
-    n = texts.shape[0]
-    norm_t = np.sqrt(np.bincount(rows, weights=vt * vt, minlength=n))
-    norm_c = np.sqrt(np.bincount(ctx_rows, weights=vc * vc, minlength=contexts.shape[0]))[owner]
-    dot = np.bincount(rows, weights=vt * at_ctx, minlength=n)
+    The idf is the contexts' own (smoothed: ln((1 + n) / (1 + df)) + 1 over the n contexts, so a
+    gram no context has weighs the most), tf is sublinear: the score of a text depends on its
+    context and its item's task only, never on which other options are shown, and is computed once
+    per task, with no context row repeated per text."""
+    n = contexts.shape[0]
+    inside = owner_lookup(texts, contexts, owner)
+    idf_t = np.log((1 + n) / (1 + _document_frequency(contexts, texts.indices))) + 1.0
+    idf_c = np.log((1 + n) / (1 + _document_frequency(contexts, contexts.indices))) + 1.0
+    vt = (1.0 + np.log(texts.data)) * idf_t
+    vc = (1.0 + np.log(contexts.data)) * idf_c
+    at_ctx = np.where(inside > 0, (1.0 + np.log(np.maximum(inside, 1.0))) * idf_t, 0.0)
+    rows = np.repeat(np.arange(texts.shape[0]), np.diff(texts.indptr))
+    ctx_rows = np.repeat(np.arange(n), np.diff(contexts.indptr))
+    norm_t = np.sqrt(np.bincount(rows, weights=vt * vt, minlength=texts.shape[0]))
+    norm_c = np.sqrt(np.bincount(ctx_rows, weights=vc * vc, minlength=n))[owner]
+    dot = np.bincount(rows, weights=vt * at_ctx, minlength=texts.shape[0])
     scale = norm_t * norm_c
-    return np.where(scale > 0, dot / np.where(scale > 0, scale, 1.0), 0.0)
+    return np.where(scale > 0, dot / np.where(scale > 0, scale, 1.0), 0.0), inside
 
 
 __all__ = [

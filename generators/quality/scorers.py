@@ -8,8 +8,10 @@ any subset of them without recomputing features. Rules, grouped as in issue 22:
 (a) lexical similarity to the context, `ctx_<unit>_<part>_<most|least>`: the TF-IDF cosine of the
     option and the context, with `unit` word 1-2 grams or character 2-4 grams (within word
     boundaries) and `part` the context's last `TAIL_CHARS` characters (`tail`) or the whole context
-    (`full`: its first `HEAD_CHARS` and last `FULL_TAIL_CHARS` characters). The vectoriser is fitted
-    on the task's own texts (no labels). `most` answers the most similar option, `least` the least.
+    (`full`: its first `HEAD_CHARS` and last `FULL_TAIL_CHARS` characters). The idf is that of the
+    task's contexts (no labels, no options): an option's score depends on its item's context only,
+    never on which other options are shown, so it is computed once per task (`grams.context_cosine`).
+    `most` answers the most similar option, `least` the least.
 (b) `option_lr`: an option-only logistic regression over character 2-4 grams, word 1-2 grams (template
     words) and shape features (length, lines, punctuation, digits, capitals, trailing spaces, bold
     markers), cross-validated: items are split into folds by a hash of their options, each fold is
@@ -43,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 from rapidfuzz import fuzz, process
 from scipy import sparse
+from sklearn import config_context
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import SGDClassifier
 
@@ -99,40 +102,53 @@ def context_part(context: str, part: str) -> str:
 
 
 class TaskGrams(NamedTuple):
-    """Raw gram counts of one task, each document analysed once (`grams`): reused by every scoring."""
+    """What one task's texts and contexts give once analysed (`grams`), reused by every scoring."""
 
     texts: dict[str, sparse.csr_matrix]
-    """Per unit: a row per text of every item, stacked in item order (`offsets`)."""
-    contexts: dict[tuple[str, str], sparse.csr_matrix]
-    """Per (unit, context part): a row per item."""
+    """Per unit: raw gram counts, a row per text of every item, stacked in item order (`offsets`)."""
+    cosines: dict[str, np.ndarray]
+    """Per `<unit>_<part>`: each text's TF-IDF cosine with its item's context part (`grams.context_cosine`)."""
     in_context: dict[tuple[str, str], np.ndarray]
-    """Per (unit, context part): for every stored count of `texts[unit]`, the count of that gram in
-    the text's item's context part (0: absent)."""
+    """For (word, full) and (char, tail): per stored count of `texts[unit]`, whether the gram is in
+    the text's item's context part (what the context+option classifier shares with the context)."""
     offsets: np.ndarray
 
     def shown(self, picks: Sequence[Sequence[int]]) -> TaskGrams:
-        """The same counts for items that show only `picks[i]` of their texts (in that order)."""
+        """The same for items that show only `picks[i]` of their texts (in that order)."""
         rows = np.array([self.offsets[i] + j for i, p in enumerate(picks) for j in p], dtype=np.int64)
         at = np.zeros(len(picks) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in picks], out=at[1:])
-        texts = {u: m[rows] for u, m in self.texts.items()}
         inside = {}
         for (u, part), values in self.in_context.items():
             m = self.texts[u]
             inside[(u, part)] = sparse.csr_matrix((values, m.indices, m.indptr), shape=m.shape)[rows].data
-        return TaskGrams(texts, self.contexts, inside, at)
+        return TaskGrams(
+            {u: m[rows] for u, m in self.texts.items()},
+            {k: v[rows] for k, v in self.cosines.items()},
+            inside,
+            at,
+        )
+
+
+_SHARED = {("word", "full"), ("char", "tail")}
 
 
 def task_grams(items: Sequence[Item]) -> TaskGrams:
-    """Count every text and every context part of the items once, under every unit."""
+    """Count every text of the items once under every unit; score each against its item's context
+    parts, one context part at a time (a context's counts are dropped once scored)."""
     texts = [t for it in items for t in it.texts]
-    parts = {p: [context_part(it.context, p) for it in items] for p in CONTEXT_PARTS}
     at = np.array(_offsets(items), dtype=np.int64)
-    counted = {u: grams.counts(u, texts) for u in LEXICAL_UNITS}
-    contexts = {(u, p): grams.counts(u, docs) for u in LEXICAL_UNITS for p, docs in parts.items()}
     owner = _owner(at)
-    inside = {key: grams.owner_lookup(counted[key[0]], m, owner) for key, m in contexts.items()}
-    return TaskGrams(counted, contexts, inside, at)
+    counted = {u: grams.counts(u, texts) for u in LEXICAL_UNITS}
+    cosines, inside = {}, {}
+    for unit in LEXICAL_UNITS:
+        for part in CONTEXT_PARTS:
+            contexts = grams.counts(unit, [context_part(it.context, part) for it in items])
+            cos, present = grams.context_cosine(counted[unit], contexts, owner)
+            cosines[f"{unit}_{part}"] = cos.round(9)
+            if (unit, part) in _SHARED:
+                inside[(unit, part)] = present > 0
+    return TaskGrams(counted, cosines, inside, at)
 
 
 def _offsets(items: Sequence[Item]) -> list[int]:
@@ -149,22 +165,8 @@ def _owner(at: np.ndarray) -> np.ndarray:
 def lexical_scores(items: Sequence[Item], counted: TaskGrams | None = None) -> dict[str, list[np.ndarray]]:
     """(a): per item, per text, the TF-IDF cosine with the context under every unit and part."""
     counted = counted if counted is not None else task_grams(items)
-    out: dict[str, list[np.ndarray]] = {}
     at = counted.offsets
-    owner = _owner(at)
-    for unit in LEXICAL_UNITS:
-        ctx = [counted.contexts[(unit, part)] for part in CONTEXT_PARTS]
-        try:
-            vec = grams.Tfidf().fit(counted.texts[unit], *ctx)
-        except ValueError:  # no gram at all (empty texts)
-            for part in CONTEXT_PARTS:
-                out[f"{unit}_{part}"] = [np.zeros(len(it.texts)) for it in items]
-            continue
-        for part, block in zip(CONTEXT_PARTS, ctx, strict=True):
-            inside = counted.in_context[(unit, part)]
-            cos = grams.context_cosine(vec, counted.texts[unit], block, inside, owner).round(9)
-            out[f"{unit}_{part}"] = [cos[at[i] : at[i + 1]] for i in range(len(items))]
-    return out
+    return {key: [cos[at[i] : at[i + 1]] for i in range(len(items))] for key, cos in counted.cosines.items()}
 
 
 def char_similarity(texts: Sequence[str]) -> np.ndarray:
@@ -326,10 +328,9 @@ class Featuriser:
             self.dicts.fit([*feats, {"": 0.0}])
             return sparse.csr_matrix((len(texts), 0)), self.dicts.transform(feats).toarray()
         counted = counted if counted is not None else task_grams(items)
-        full = [counted.contexts[("word", "full")]] if self.kind == "pair" else []
         try:
             chars = self.char.fit(counted.texts["char"]).transform(counted.texts["char"])
-            words = self.words.fit(counted.texts["word"], *full).transform(counted.texts["word"])
+            words = self.words.fit(counted.texts["word"]).transform(counted.texts["word"])
         except ValueError:
             self.ok = False
             return sparse.csr_matrix((len(texts), 0)), np.zeros((len(texts), 0))
@@ -338,8 +339,8 @@ class Featuriser:
         dense = dense / self.scale
         blocks = [chars, words * 0.3]
         if self.kind == "pair":
-            in_words = counted.in_context[("word", "full")] > 0
-            in_chars = counted.in_context[("char", "tail")] > 0
+            in_words = counted.in_context[("word", "full")]
+            in_chars = counted.in_context[("char", "tail")]
             blocks.append(self.words.transform(counted.texts["word"], where=in_words) * 0.3)
             blocks.append(self.char.transform(counted.texts["char"], where=in_chars))
             if lexical is not None:
@@ -461,8 +462,11 @@ def learned_scorer(
             continue
         # Logistic loss by seeded SGD: a long-text task has millions of non-zeros, where liblinear
         # takes seconds per fold and the adversarial filter refits every round.
+        # The rows are built here (finite, CSR, float): scikit-learn's input and parameter checks,
+        # most of a small task's fitting time, are skipped.
         model = SGDClassifier(loss="log_loss", alpha=1e-4, max_iter=12, tol=None, random_state=0)
-        model.fit(xf, yf)
+        with config_context(assume_finite=True, skip_parameter_validation=True):
+            model.fit(xf, yf)
         weights.append(model.coef_.ravel().copy())
     n_texts = feats.stacked.shape[0]
     per_text = np.zeros(n_texts)

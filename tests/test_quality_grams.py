@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
 from generators.quality import grams
@@ -106,3 +107,18 @@ def test_presence_features_keep_frequent_columns_without_weights():
     assert rows.toarray().tolist() == [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
     with pytest.raises(ValueError):
         grams.Tfidf(min_df=5).fit(counts)
+
+
+@pytest.mark.parametrize("block", [1, 7, 1 << 16])
+def test_owner_lookup_finds_each_texts_count_in_its_owners_context(monkeypatch, block):
+    """Blocked by owners (any block size) or not (owners out of order): the value of the owner's
+    context at each stored entry of the texts, as a dense lookup gives it."""
+    rng = np.random.default_rng(block)
+    texts = sparse.random(40, 30, density=0.3, format="csr", random_state=rng, dtype=np.float32)
+    contexts = sparse.random(9, 30, density=0.4, format="csr", random_state=rng, dtype=np.float32)
+    texts.sort_indices()
+    monkeypatch.setattr(grams, "_LOOKUP_BLOCK", block)
+    for owner in (np.sort(rng.integers(0, 9, 40)), rng.integers(0, 9, 40)):
+        rows = np.repeat(np.arange(40), np.diff(texts.indptr))
+        expected = contexts.toarray()[owner[rows], texts.indices]
+        np.testing.assert_array_equal(grams.owner_lookup(texts, contexts, owner), expected)

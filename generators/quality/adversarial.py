@@ -50,9 +50,10 @@ from generators.quality.baselines import (
     Mcq,
     TaskBaselines,
     bound_for,
-    similarity_matrix,
+    option_tokens,
     task_baselines,
     text_features,
+    token_similarity,
 )
 from generators.quality.gates import context_text, found_in_normalised
 from generators.quality.scorers import (
@@ -145,6 +146,7 @@ class _State:
         self.origin: list[list[str]] = []
         self.shown: list[list[int]] = []
         self.tokens: list[np.ndarray] = []
+        words: dict[str, list[str]] = {}  # a candidate is shown to many items: split once
         for q in self.questions:
             texts = [q.gold]
             origins = [""]
@@ -155,7 +157,12 @@ class _State:
             self.texts.append(tuple(texts))
             self.origin.append(origins)
             self.shown.append([0, *range(1, len(q.distractors) + 1)])
-            self.tokens.append(np.array(similarity_matrix(texts)))
+            split = []
+            for t in texts:
+                if t not in words:
+                    words[t] = option_tokens(t)
+                split.append(words[t])
+            self.tokens.append(np.array(token_similarity(split)))
         self.lengths = [np.array([float(len(t)) for t in texts]) for texts in self.texts]
         self.lines = [np.array([float(t.count("\n")) for t in texts]) for texts in self.texts]
         self.offsets = np.concatenate([[0], np.cumsum([len(t) for t in self.texts])]).astype(np.int64)
@@ -238,10 +245,12 @@ class _NaiveBayes:
     def __init__(self, state: _State) -> None:
         index: dict[str, int] = {}
         rows, cols = [], []
+        known: dict[str, list[int]] = {}  # a text's feature columns (a candidate recurs across items)
         for r, text in enumerate(t for texts in state.texts for t in texts):
-            for f in sorted(text_features(text)):
-                rows.append(r)
-                cols.append(index.setdefault(f, len(index)))
+            if text not in known:
+                known[text] = [index.setdefault(f, len(index)) for f in sorted(text_features(text))]
+            rows += [r] * len(known[text])
+            cols += known[text]
         self.offsets = np.concatenate([[0], np.cumsum([len(t) for t in state.texts])]).astype(np.int64)
         self.matrix = sparse.csr_matrix(
             (np.ones(len(rows)), (rows, cols)), shape=(int(self.offsets[-1]), max(1, len(index)))

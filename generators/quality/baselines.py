@@ -137,7 +137,11 @@ def option_tokens(text: str) -> list[str]:
 
 def similarity_matrix(options: Sequence[str]) -> list[list[float]]:
     """Pairwise normalised token-level Indel similarity in [0, 1] of the options."""
-    texts = [option_tokens(o) for o in options]
+    return token_similarity([option_tokens(o) for o in options])
+
+
+def token_similarity(texts: Sequence[Sequence[str]]) -> list[list[float]]:
+    """`similarity_matrix` of texts already split by `option_tokens`."""
     matrix = process.cdist(texts, texts, scorer=fuzz.ratio, workers=1)
     return [[float(x) / 100.0 for x in row] for row in matrix]
 

@@ -257,27 +257,70 @@ class CharGrams(Tfidf):
         return self.transform(char_counts(docs))
 
 
+#: `owner_lookup` searches the contexts' keys this many stored counts at a time (cache-sized blocks).
+_LOOKUP_BLOCK = 1 << 16
+
+
 def owner_lookup(a: sparse.csr_matrix, b: sparse.csr_matrix, owner: np.ndarray) -> np.ndarray:
     """For every stored entry (r, c) of `a`, the value of `b` at (owner[r], c) (0 where absent).
 
     The row-wise pairing of texts with their item's context without repeating the context's row
-    once per text: a sorted search of (row, column) keys, memory linear in the non-zeros.
+    once per text: a sorted search of (row, column) keys, memory linear in the non-zeros. Where
+    `owner` does not decrease (texts stacked item by item), the search runs over blocks of
+    consecutive owners, each a slice of `a` and of `b` small enough to stay in cache.
     """
     b = b.tocsr()
     if not b.has_sorted_indices:
         b = b.sorted_indices()
+    owner = owner.astype(np.int64)
+    if not b.nnz:
+        return np.zeros(a.nnz)
     width = np.int64(max(a.shape[1], b.shape[1], 1))
-    seen = np.zeros(int(width), dtype=bool)
-    seen[a.indices] = True
-    useful = seen[b.indices]  # most of a context's grams are in none of the texts: not searched
-    key_b = (np.repeat(np.arange(b.shape[0], dtype=np.int64), np.diff(b.indptr)) * width + b.indices)[useful]
-    values = b.data[useful]
-    rows_a = np.repeat(np.arange(a.shape[0], dtype=np.int64), np.diff(a.indptr))
-    key_a = owner.astype(np.int64)[rows_a] * width + a.indices
-    if not len(key_b):
-        return np.zeros(len(key_a))
+    if len(owner) and (np.diff(owner) < 0).any():
+        return _lookup(a.indptr, a.indices, owner, b.indptr, b.indices, b.data, 0, width)
+    out = np.zeros(a.nnz, dtype=b.data.dtype)
+    first = np.searchsorted(owner, np.arange(b.shape[0] + 1))  # a's first row of each owner
+    lo = 0
+    while lo < b.shape[0]:
+        hi = int(np.searchsorted(b.indptr, b.indptr[lo] + _LOOKUP_BLOCK, side="right")) - 1
+        hi = min(max(hi, lo + 1), b.shape[0])
+        r0, r1 = int(first[lo]), int(first[hi])
+        a0, a1 = int(a.indptr[r0]), int(a.indptr[r1])
+        b0, b1 = int(b.indptr[lo]), int(b.indptr[hi])
+        if a1 > a0 and b1 > b0:
+            out[a0:a1] = _lookup(
+                a.indptr[r0 : r1 + 1] - a0,
+                a.indices[a0:a1],
+                owner[r0:r1] - lo,
+                b.indptr[lo : hi + 1] - b0,
+                b.indices[b0:b1],
+                b.data[b0:b1],
+                0,
+                width,
+            )
+        lo = hi
+    return out
+
+
+def _lookup(
+    a_indptr: np.ndarray,
+    a_indices: np.ndarray,
+    owner: np.ndarray,
+    b_indptr: np.ndarray,
+    b_indices: np.ndarray,
+    b_data: np.ndarray,
+    first_row: int,
+    width: np.int64,
+) -> np.ndarray:
+    """`owner_lookup` on raw CSR arrays (b's rows numbered from `first_row`)."""
+    key_b = (
+        np.repeat(np.arange(len(b_indptr) - 1, dtype=np.int64) + first_row, np.diff(b_indptr)) * width
+        + b_indices
+    )
+    rows_a = np.repeat(np.arange(len(a_indptr) - 1, dtype=np.int64), np.diff(a_indptr))
+    key_a = owner[rows_a] * width + a_indices
     at = np.minimum(np.searchsorted(key_b, key_a), len(key_b) - 1)
-    return np.where(key_b[at] == key_a, values[at], 0.0)
+    return np.where(key_b[at] == key_a, b_data[at], 0.0)
 
 
 def _document_frequency(block: sparse.csr_matrix, ids: np.ndarray) -> np.ndarray:
@@ -289,6 +332,20 @@ def _document_frequency(block: sparse.csr_matrix, ids: np.ndarray) -> np.ndarray
         return np.zeros(len(ids), dtype=np.int64)
     at = np.minimum(np.searchsorted(cols, ids), len(cols) - 1)
     return np.where(cols[at] == ids, df[at], 0)
+
+
+def _context_idf(contexts: sparse.csr_matrix, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The contexts' smoothed idf of each of `ids` and of each stored count of `contexts`."""
+    n = contexts.shape[0]
+    if contexts.nnz <= _DENSE_FROM:
+        return tuple(
+            np.log((1 + n) / (1 + _document_frequency(contexts, x))) + 1.0 for x in (ids, contexts.indices)
+        )
+    df = np.bincount(contexts.indices, minlength=WIDTH)
+    cols = np.flatnonzero(df)
+    table = np.full(WIDTH, np.log((1 + n) / 1) + 1.0)
+    table[cols] = np.log((1 + n) / (1 + df[cols])) + 1.0  # the log of each distinct gram, once
+    return table[ids], table[contexts.indices]
 
 
 def context_cosine(
@@ -303,8 +360,7 @@ def context_cosine(
     per task, with no context row repeated per text."""
     n = contexts.shape[0]
     inside = owner_lookup(texts, contexts, owner)
-    idf_t = np.log((1 + n) / (1 + _document_frequency(contexts, texts.indices))) + 1.0
-    idf_c = np.log((1 + n) / (1 + _document_frequency(contexts, contexts.indices))) + 1.0
+    idf_t, idf_c = _context_idf(contexts, texts.indices)
     vt = (1.0 + np.log(texts.data)) * idf_t
     vc = (1.0 + np.log(contexts.data)) * idf_c
     at_ctx = np.where(inside > 0, (1.0 + np.log(np.maximum(inside, 1.0))) * idf_t, 0.0)

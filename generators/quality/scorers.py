@@ -36,11 +36,13 @@ any subset of them without recomputing features. Rules, grouped as in issue 22:
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -77,6 +79,27 @@ SUITE = (
     "structure_lr",
 )
 """The rules this module adds to `baselines.BASELINES`, in report order."""
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_POOL: dict[int, ThreadPoolExecutor] = {}
+#: Threads for the independent parts of one scoring (a learned kind's folds, a task's context
+#: cosines): numpy's array work and scikit-learn's SGD epochs run without the GIL.
+THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _map(fn: Callable[[_T], _R], args: Sequence[_T]) -> list[_R]:
+    """`fn` over `args` on the module's thread pool, results in the order of `args` (so the output
+    does not depend on which thread finished first). The pool is the process's own: a forked
+    worker (Dask, multiprocessing) makes its own rather than wait on threads it did not inherit."""
+    if THREADS == 1 or len(args) < 2:
+        return [fn(a) for a in args]
+    pid = os.getpid()
+    if pid not in _POOL:
+        _POOL.clear()
+        _POOL[pid] = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="aptforge-scorers")
+    return list(_POOL[pid].map(fn, args))
 
 
 class Item(NamedTuple):
@@ -140,14 +163,19 @@ def task_grams(items: Sequence[Item]) -> TaskGrams:
     at = np.array(_offsets(items), dtype=np.int64)
     owner = _owner(at)
     counted = {u: grams.counts(u, texts) for u in LEXICAL_UNITS}
+    pairs = [(unit, part) for unit in LEXICAL_UNITS for part in CONTEXT_PARTS]
+
+    def score(pair: tuple[str, str]) -> tuple[np.ndarray, np.ndarray | None]:
+        unit, part = pair
+        contexts = grams.counts(unit, [context_part(it.context, part) for it in items])
+        cos, present = grams.context_cosine(counted[unit], contexts, owner)
+        return cos.round(9), (present > 0 if pair in _SHARED else None)
+
     cosines, inside = {}, {}
-    for unit in LEXICAL_UNITS:
-        for part in CONTEXT_PARTS:
-            contexts = grams.counts(unit, [context_part(it.context, part) for it in items])
-            cos, present = grams.context_cosine(counted[unit], contexts, owner)
-            cosines[f"{unit}_{part}"] = cos.round(9)
-            if (unit, part) in _SHARED:
-                inside[(unit, part)] = present > 0
+    for (unit, part), (cos, present) in zip(pairs, _map(score, pairs), strict=True):
+        cosines[f"{unit}_{part}"] = cos
+        if present is not None:
+            inside[(unit, part)] = present
     return TaskGrams(counted, cosines, inside, at)
 
 
@@ -449,25 +477,25 @@ def learned_scorer(
         [[0], np.cumsum([sum(len(items[i].options) for i in order if fold[i] == f) for f in range(k)])]
     )
     width = x.shape[1]
-    weights: list[np.ndarray | None] = []
-    for f in range(k):
+
+    def fit(f: int) -> np.ndarray | None:
         lo, hi = int(bounds[f]), int(bounds[f + 1])
         if len(items) - per_fold[f] < min_train or width == 0:
-            weights.append(None)
-            continue
+            return None
         xf = sparse.vstack([x[:lo], x[hi:]], format="csr")
         yf = np.concatenate([y[:lo], y[hi:]])
         if xf.nnz == 0 or len(set(yf.tolist())) < 2:
-            weights.append(None)
-            continue
+            return None
         # Logistic loss by seeded SGD: a long-text task has millions of non-zeros, where liblinear
         # takes seconds per fold and the adversarial filter refits every round.
         # The rows are built here (finite, CSR, float): scikit-learn's input and parameter checks,
-        # most of a small task's fitting time, are skipped.
+        # most of a small task's fitting time, are skipped (the setting is the thread's own).
         model = SGDClassifier(loss="log_loss", alpha=1e-4, max_iter=12, tol=None, random_state=0)
         with config_context(assume_finite=True, skip_parameter_validation=True):
             model.fit(xf, yf)
-        weights.append(model.coef_.ravel().copy())
+        return model.coef_.ravel().copy()
+
+    weights: list[np.ndarray | None] = _map(fit, list(range(k)))  # folds fitted side by side
     n_texts = feats.stacked.shape[0]
     per_text = np.zeros(n_texts)
     if any(w is not None for w in weights):

@@ -351,22 +351,66 @@ def _credit(values: np.ndarray) -> np.ndarray:
 
 def trial_credits(sc: _Scores, trials: np.ndarray) -> np.ndarray:
     """Credit of every rule (columns in `_ORDER`) for every trial option set (rows of text indices)."""
-    k = trials.shape[1]
-    ind = sc.independent[trials]  # m x k x r
+    grid = (trials[:, :, None], trials[:, None, :])
+    return _credits(
+        sc.independent[trials],
+        sc.tokens[grid],
+        sc.chars[grid],
+        sc.signature[trials],
+        sc.nb_text[trials],
+        sc.nb_rank,
+        sc.lines[trials],
+    )
+
+
+def shown_credits(scores: Sequence[_Scores], shown: Sequence[Sequence[int]]) -> np.ndarray:
+    """`trial_credits` of every item's shown options (a row per item), items with as many options
+    scored together."""
+    out = np.zeros((len(scores), len(_ORDER)))
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, sh in enumerate(shown):
+        groups[len(sh)].append(i)
+    for idx in groups.values():
+        picks = [np.asarray(shown[i]) for i in idx]
+        grids = [np.ix_(p, p) for p in picks]
+        out[idx] = _credits(
+            np.stack([scores[i].independent[p] for i, p in zip(idx, picks, strict=True)]),
+            np.stack([scores[i].tokens[g] for i, g in zip(idx, grids, strict=True)]),
+            np.stack([scores[i].chars[g] for i, g in zip(idx, grids, strict=True)]),
+            np.stack([scores[i].signature[p] for i, p in zip(idx, picks, strict=True)]),
+            np.stack([scores[i].nb_text[p] for i, p in zip(idx, picks, strict=True)]),
+            np.stack([scores[i].nb_rank for i in idx]),
+            np.stack([scores[i].lines[p] for i, p in zip(idx, picks, strict=True)]),
+        )
+    return out
+
+
+def _credits(
+    ind: np.ndarray,
+    tokens: np.ndarray,
+    chars: np.ndarray,
+    sig: np.ndarray,
+    nb_text: np.ndarray,
+    nb_rank: np.ndarray,
+    lines: np.ndarray,
+) -> np.ndarray:
+    """Credits of option sets (rows) given their options' scores: `ind` m x k x rules, `tokens` and
+    `chars` m x k x k similarities among them, `sig`, `nb_text`, `lines` m x k, `nb_rank` the
+    rank-tag weights (dimensions x tags), or each row's (m x dimensions x tags)."""
+    k = ind.shape[1]
     parts = [ind]
-    for sims in (sc.tokens, sc.chars):
-        sub = sims[trials[:, :, None], trials[:, None, :]]
+    for sub in (tokens, chars):
         mean = ((sub.sum(axis=2) - sub[:, np.arange(k), np.arange(k)]) / max(1, k - 1)).round(9)
         parts += [mean[:, :, None], -mean[:, :, None]]
-    sig = sc.signature[trials]
     counts = (sig[:, :, None] == sig[:, None, :]).sum(axis=2).astype(float)
     has = (sig >= 0).any(axis=1, keepdims=True)
     counts = np.where(has, counts, 0.0)
     parts += [-counts[:, :, None], counts[:, :, None]]
-    nb = sc.nb_text[trials].copy()
+    nb = nb_text.copy()
     token_mean = parts[1][:, :, 0]
-    for d, values in enumerate((sc.independent[trials][:, :, 0], token_mean, sc.lines[trials])):
-        nb += sc.nb_rank[d][_rank_tags(values)]
+    for d, values in enumerate((ind[:, :, 0], token_mean, lines)):
+        tags = _rank_tags(values)
+        nb += nb_rank[d][tags] if nb_rank.ndim == 2 else np.take_along_axis(nb_rank[:, d, :], tags, axis=1)
     parts.append(nb.round(9)[:, :, None])
     return _credit(np.concatenate(parts, axis=2))  # columns in `_ORDER`
 
@@ -540,11 +584,7 @@ def _filter(
         codes: dict[tuple[object, ...], int] = {}
         nb = bayes.fit(state, salt, settings.folds)
         scores = [_item_scores(state, i, views[i], codes, nb) for i in range(n)]
-        credits = (
-            np.vstack([trial_credits(scores[i], np.array([state.shown[i]]))[0] for i in range(n)])
-            if n
-            else credits
-        )
+        credits = shown_credits(scores, state.shown) if n else credits
         acc = credits.mean(axis=0) if n else np.zeros(len(_ORDER))
         if rnd == 0 and n:  # as the filter scores them (its vectorisers also see the reserve)
             before = {name: float(acc[_COLUMN[name]]) for name in RULES}

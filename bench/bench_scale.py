@@ -23,10 +23,12 @@ Usage: `.venv/bin/python bench/bench_scale.py [--sizes ...] [--json-out FILE] [-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -267,8 +269,8 @@ def tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def run_child(config_path: Path) -> tuple[dict, int]:
-    """The child's figures and the peak RSS of its process tree."""
+def run_child(config_path: Path) -> tuple[dict, int, int]:
+    """The child's figures, the peak RSS of its process tree and that of the build process alone."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     env.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -281,13 +283,15 @@ def run_child(config_path: Path) -> tuple[dict, int]:
         cwd=ROOT,
     )
     proc = psutil.Process(child.pid)
-    peak = 0
+    peak = own = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, own
         while not done.is_set():
             peak = max(peak, tree_rss(proc))
+            with contextlib.suppress(psutil.Error):
+                own = max(own, proc.memory_info().rss)
             done.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -297,16 +301,37 @@ def run_child(config_path: Path) -> tuple[dict, int]:
     sampler.join()
     if child.returncode != 0:
         raise SystemExit(f"the build of {config_path} failed (exit {child.returncode})")
-    return json.loads(out.strip().splitlines()[-1]), peak
+    return json.loads(out.strip().splitlines()[-1]), peak, own
+
+
+def outputs_of(out: Path) -> dict[str, bytes]:
+    """What a build wrote that must not depend on the runner: candidates, quarantine, redactions, and
+    the report without its timings and without what names the run's own folder or config (the paths,
+    the config hash and the build key: the two configs differ in `task_runner` and `out_dir`)."""
+    folder = out / "swe_issue_fix" / "scale"
+    files = {p.name: p.read_bytes() for p in sorted((folder / "candidates").glob("*.parquet"))}
+    for name in ("quarantine.jsonl", "redactions.jsonl"):
+        files[name] = (folder / name).read_bytes()
+    report = json.loads((folder / "report.json").read_text())
+    for key in ("timings_s", "output_dir", "report_html", "config_hash", "build_key"):
+        report.pop(key, None)
+    report.get("review", {}).pop("queue", None)
+    for section in ("adversarial", "validity"):
+        if isinstance(report.get(section), dict):
+            report[section] = {k: v for k, v in report[section].items() if "seconds" not in k}
+    files["report.json"] = json.dumps(report, sort_keys=True).encode()
+    return files
 
 
 def measure(n: int, work: Path, runner: str) -> dict:
     inputs = work / f"runs-{n}"
-    size = write_corpus(inputs, n)
+    if not inputs.exists():  # the same corpus for both runners
+        write_corpus(inputs, n)
+    size = sum(p.stat().st_size for p in inputs.glob("*.jsonl"))
     floor = orjson_floor(inputs)
     config_path = work / f"scale-{n}-{runner}.json"
     config_path.write_text(json.dumps(config_for(inputs, work / f"out-{n}-{runner}", runner)))
-    figures, peak = run_child(config_path)
+    figures, peak, own = run_child(config_path)
     counts = figures["counts"]
     row = {
         "runs": n,
@@ -315,6 +340,7 @@ def measure(n: int, work: Path, runner: str) -> dict:
         "wall_s": round(figures["seconds"], 2),
         "per_run_ms": round(figures["seconds"] / n * 1000, 3),
         "peak_rss_mib": round(peak / 2**20, 1),
+        "flow_rss_mib": round(own / 2**20, 1),
         "orjson_floor_s": round(floor, 4),
         "floor_ratio": round(figures["seconds"] / floor, 1),
         "kept": counts["kept"],
@@ -325,7 +351,8 @@ def measure(n: int, work: Path, runner: str) -> dict:
     stages = "  ".join(f"{k} {v:.1f}" for k, v in figures["timings_s"].items())
     print(
         f"N={n:>6} {runner}: {row['wall_s']:8.1f} s  {row['per_run_ms']:7.2f} ms/run  "
-        f"peak RSS {row['peak_rss_mib']:7.0f} MiB  x{row['floor_ratio']:.0f} orjson  "
+        f"peak RSS {row['peak_rss_mib']:7.0f} MiB (build process {row['flow_rss_mib']:.0f})  "
+        f"x{row['floor_ratio']:.0f} orjson  "
         f"{counts['kept']} kept, {counts['questions']} questions | {stages}",
         flush=True,
     )
@@ -338,7 +365,14 @@ def main() -> int:
         int(s) for s in os.environ.get("APTFORGE_BENCH_SCALE_SIZES", "1000,5000,20000").split(",") if s
     ]
     parser.add_argument("--sizes", type=int, nargs="+", default=default)
-    parser.add_argument("--runners", nargs="+", default=["threads"], choices=["threads", "dask"])
+    dask_default = os.environ.get("APTFORGE_BENCH_SCALE_DASK_SIZES", "1000,5000")
+    parser.add_argument(
+        "--dask-sizes",
+        type=int,
+        nargs="*",
+        default=[int(s) for s in dask_default.split(",") if s],
+        help="also build these sizes on a 2-worker Dask LocalCluster; outputs must match the threads'",
+    )
     parser.add_argument("--keep", type=Path, help="work here and keep the corpora and outputs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
@@ -349,12 +383,24 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="aptforge-bench-scale-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        rows = [measure(n, work, runner) for runner in args.runners for n in sorted(args.sizes)]
+        rows = [measure(n, work, "threads") for n in sorted(args.sizes)]
+        identical: dict[str, bool] = {}
+        for n in sorted(args.dask_sizes):
+            rows.append(measure(n, work, "dask"))
+            if n in args.sizes:
+                same = outputs_of(work / f"out-{n}-dask") == outputs_of(work / f"out-{n}-threads")
+                identical[str(n)] = same
+                print(f"N={n:>6}: Dask and threads outputs {'identical' if same else 'DIFFER'}", flush=True)
+            if not args.keep:  # the Dask run's outputs are compared; the corpus may go
+                shutil.rmtree(work / f"out-{n}-dask", ignore_errors=True)
     threads = [r for r in rows if r["runner"] == "threads"]
+    dask = [r for r in rows if r["runner"] == "dask"]
     small, large = threads[0], threads[-1]
     time_ratio = large["per_run_ms"] / small["per_run_ms"]
     rss_ratio = large["peak_rss_mib"] / small["peak_rss_mib"]
     ok = time_ratio <= TIME_GOAL and rss_ratio <= RSS_GOAL and large["peak_rss_mib"] < RSS_LIMIT_MIB
+    ok = ok and all(identical.values())
+    dask_flow_ratio = dask[-1]["flow_rss_mib"] / dask[0]["flow_rss_mib"] if len(dask) > 1 else None
     print(
         f"time per run N={large['runs']:,} / N={small['runs']:,}: {time_ratio:.2f} (goal <= {TIME_GOAL}); "
         f"peak RSS ratio {rss_ratio:.2f} (goal <= {RSS_GOAL}), {large['peak_rss_mib']:.0f} MiB "
@@ -370,6 +416,8 @@ def main() -> int:
                     "rss_ratio": round(rss_ratio, 3),
                     "rss_goal": RSS_GOAL,
                     "rss_limit_mib": RSS_LIMIT_MIB,
+                    "dask_identical": identical,
+                    "dask_flow_rss_ratio": round(dask_flow_ratio, 3) if dask_flow_ratio else None,
                 }
             )
         )

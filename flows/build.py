@@ -100,6 +100,7 @@ def build(config: BuildConfig) -> BuildReport:
         list(scenario.tasks),
         config.review.reviews_per_item,
     )
+    final = final._replace(questions=[])  # enqueued and written: the report reads the rows from here on
     report = report_of(
         config, inputs, read, kept, runs, posed, filtered, final, written, review, redactor, timer
     )

@@ -17,6 +17,7 @@ Problem (`duplicate_item` / `near_duplicate_item`) naming the item kept.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -94,6 +95,15 @@ def _context(q: Question) -> str:
     return "\n".join(str(v) for _, v in sorted(q.fields.items()))
 
 
+def _ident(context: str, answer: str) -> bytes:
+    """A 128-bit digest of a normalised (context, answer) pair: equal pairs, equal digests."""
+    first = context.encode("utf-8", "surrogatepass")
+    h = hashlib.blake2b(len(first).to_bytes(8, "big"), digest_size=16)  # length first: no ambiguous split
+    h.update(first)
+    h.update(answer.encode("utf-8", "surrogatepass"))
+    return h.digest()
+
+
 def shingles(text: str, size: int = 5, normalised: bool = False) -> set[bytes]:
     """Word `size`-grams of the normalised text (the whole text when shorter)."""
     words = (text if normalised else normalise(text)).split()
@@ -117,12 +127,12 @@ def dedup_questions(
     # deterministic (crc32, fixed seed) and computed once: MinHash's own setup dominates otherwise
     permutations = MinHash(num_perm=num_perm, seed=1, scheme="affine32").permutations
     for key in sorted(by_task):
-        seen: dict[tuple[str, str], str] = {}
+        seen: dict[bytes, str] = {}  # digest of (context, answer): the texts themselves are not kept
         lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
         sketches: dict[str, tuple[Any, Question]] = {}
         for q in sorted(by_task[key], key=lambda q: q.item_id):
             ctx = normalise(_context(q))
-            ident = (ctx, normalise(q.gold))
+            ident = _ident(ctx, normalise(q.gold))
             if ident in seen:
                 exact += 1
                 problems.append(

@@ -30,7 +30,8 @@ BENCHES = [
     ("pipeline", ["bench_pipeline.py"]),
     ("centrality", ["bench_centrality.py"]),
     ("offline", ["bench_offline.py"]),
-    ("scale", ["bench_scale.py"]),
+    ("scale", ["bench_scale.py", "--dask-sizes"]),
+    ("scale-dask", ["bench_scale.py", "--sizes", "5000", "--dask-sizes", "1000", "5000"]),
 ]
 
 
@@ -43,13 +44,12 @@ def _run(name: str, argv: list[str], tmp: Path) -> tuple[dict, int, float]:
 
 
 def _scale_rows(sc: dict) -> list[tuple[str, str, str, bool | None]]:
-    """The scale benchmark's rows: time and RSS goals on threads, Dask's identity and build-process RSS."""
-    runs = sc.get("sizes") or []
-    threads = [r for r in runs if r["runner"] == "threads"]
+    """The scale benchmark's rows: the time and RSS goals on threads, then each size."""
+    threads = [r for r in sc.get("sizes") or [] if r["runner"] == "threads"]
     if not threads:
         return []
     first, last = threads[0], threads[-1]
-    out: list[tuple[str, str, str, bool | None]] = [
+    return [
         (
             f"build time per run, {last['runs']:,} / {first['runs']:,} runs",
             f"{sc['time_ratio']:.2f}",
@@ -62,19 +62,24 @@ def _scale_rows(sc: dict) -> list[tuple[str, str, str, bool | None]]:
             f"< {sc['rss_limit_mib']} MiB, x{sc['rss_goal']}",
             last["peak_rss_mib"] < sc["rss_limit_mib"] and sc["rss_ratio"] <= sc["rss_goal"],
         ),
+        *_size_rows(threads),
     ]
-    for n, same in (sc.get("dask_identical") or {}).items():
-        out.append((f"Dask (2 workers) / threads outputs at {int(n):,} runs", "", "identical", same))
-    if sc.get("dask_flow_rss_ratio"):
-        out.append(
-            (
-                "build process RSS under Dask, largest / smallest N",
-                f"{sc['dask_flow_rss_ratio']:.2f}",
-                "flat",
-                None,
-            )
-        )
-    out += [
+
+
+def _dask_rows(sd: dict) -> list[tuple[str, str, str, bool | None]]:
+    """Dask against threads on the same corpus: identical outputs, and the build process's RSS."""
+    out: list[tuple[str, str, str, bool | None]] = [
+        (f"Dask (2 workers) / threads outputs at {int(n):,} runs", "", "identical", same)
+        for n, same in (sd.get("dask_identical") or {}).items()
+    ]
+    if sd.get("dask_flow_rss_ratio"):
+        ratio = f"{sd['dask_flow_rss_ratio']:.2f}"
+        out.append(("build process RSS under Dask, largest / smallest N", ratio, "flat", None))
+    return out + _size_rows([r for r in sd.get("sizes") or [] if r["runner"] == "dask"])
+
+
+def _size_rows(runs: list[dict]) -> list[tuple[str, str, str, bool | None]]:
+    return [
         (
             f"  {r['runs']:,} runs ({r['runner']}): ms per run / peak RSS / build process / x orjson floor",
             f"{r['per_run_ms']:.1f} / {r['peak_rss_mib']:.0f} / {r.get('flow_rss_mib', 0):.0f} / {r['floor_ratio']:.0f}",
@@ -83,7 +88,6 @@ def _scale_rows(sc: dict) -> list[tuple[str, str, str, bool | None]]:
         )
         for r in runs
     ]
-    return out
 
 
 def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
@@ -172,7 +176,7 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
                 for r in sizes
             ),
         ]
-    out += _scale_rows(sc)
+    out += _scale_rows(sc) + _dask_rows(results.get("scale-dask", {}))
     return out
 
 
@@ -180,12 +184,13 @@ def acceptance(results: dict[str, dict]) -> dict[str, object]:
     """The figures the acceptance lines name, by one flat key each (None: that benchmark did not run)."""
     i, l_, o, sc = (results.get(k, {}) for k in ("ingest", "llm", "offline", "scale"))
     dk = results.get("pipeline", {}).get("dask", {})
+    sd = results.get("scale-dask", {})
     threads = [r for r in sc.get("sizes", []) if r["runner"] == "threads"]
     by_size = {
         f"{r['runs']}_{r['runner']}": {
             k: r.get(k) for k in ("per_run_ms", "peak_rss_mib", "flow_rss_mib", "wall_s", "floor_ratio")
         }
-        for r in sc.get("sizes", [])
+        for r in sc.get("sizes", []) + [r for r in sd.get("sizes", []) if r["runner"] == "dask"]
     }
     return {
         "ingest_ratio": i.get("read_ratio"),
@@ -197,8 +202,8 @@ def acceptance(results: dict[str, dict]) -> dict[str, object]:
         "scale_time_per_run_ratio": sc.get("time_ratio"),
         "scale_peak_rss_ratio": sc.get("rss_ratio"),
         "scale_largest_peak_rss_mib": threads[-1]["peak_rss_mib"] if threads else None,
-        "scale_dask_identical": sc.get("dask_identical"),
-        "scale_dask_flow_rss_ratio": sc.get("dask_flow_rss_ratio"),
+        "scale_dask_identical": sd.get("dask_identical"),
+        "scale_dask_flow_rss_ratio": sd.get("dask_flow_rss_ratio"),
         "scale_by_size": by_size,
         "dask_identical": dk.get("identical"),
     }

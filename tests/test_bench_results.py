@@ -45,6 +45,12 @@ def _results() -> dict[str, dict]:
             "rss_goal": 1.5,
             "rss_limit_mib": 2048,
         },
+        "scale-dask": {
+            "sizes": [
+                {**scale_row, "runs": 5000, "runner": "dask", "per_run_ms": 40.0, "peak_rss_mib": 2500.0}
+            ],
+            "dask_identical": {"5000": False},
+        },
     }
 
 
@@ -61,6 +67,8 @@ def test_results_json_holds_the_acceptance_figures(tmp_path: Path) -> None:
     met = {figure: ok for figure, _value, _goal, ok in blob["table"]}
     assert met["ingest time / orjson parse (same bytes)"] is True
     assert met["peak RSS of the process tree at 20,000 runs"] is True
+    assert met["Dask (2 workers) / threads outputs at 5,000 runs"] is False
+    assert acc["scale_dask_identical"] == {"5000": False} and "5000_dask" in acc["scale_by_size"]
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temp file left behind
 
 

@@ -191,17 +191,53 @@ def varied_row(template: dict, names: list[str], i: int, rng: random.Random) -> 
     return row
 
 
-def write_corpus(folder: Path, n: int) -> int:
-    """N varied runs in JSONL files of `ROWS_PER_FILE`; returns the bytes written."""
+def small_row(i: int, rng: random.Random) -> dict:
+    """A small valid SWE-smith row (about 700 bytes): a short issue, three calls, resolved."""
+    mod = "mod_" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8))
+    value = rng.randrange(10, 10**6)
+
+    def call(thought: str, command: str) -> dict:
+        body = f"<function=bash>\n<parameter=command>{command}</parameter>\n</function>"
+        return {"role": "assistant", "content": f"{thought}\n{body}"}
+
+    return {
+        "instance_id": f"small__{mod}.{i:06d}",
+        "traj_id": f"small.{i:06d}",
+        "id": f"small.{i:06d}",
+        "resolved": True,
+        "patch": f"--- a/{mod}.py\n+++ b/{mod}.py\n@@ -1 +1 @@\n-LIMIT = 1\n+LIMIT = {value}\n",
+        "messages": [
+            {"role": "system", "content": "You can run bash commands."},
+            {"role": "user", "content": f"<pr_description>\n{mod}.LIMIT must be {value}\n</pr_description>"},
+            call(f"I need to read {mod}.py to find LIMIT.", f"cat {mod}.py"),
+            {"role": "user", "content": "OBSERVATION:\nLIMIT = 1"},
+            call(f"I need to set LIMIT to {value} in {mod}.py.", f"sed -i s/1/{value}/ {mod}.py"),
+            {"role": "user", "content": "OBSERVATION:\n"},
+            call(f"I need to check that {mod}.py now reads {value}.", f"grep LIMIT {mod}.py"),
+            {"role": "user", "content": f"OBSERVATION:\nLIMIT = {value}"},
+            {"role": "assistant", "content": "Done.\n<function=submit>\n</function>"},
+        ],
+    }
+
+
+def write_corpus(folder: Path, n: int, small: bool = False) -> int:
+    """N varied runs (or N small ones) in JSONL files of `ROWS_PER_FILE` (x20 when small); returns
+    the bytes written."""
     templates = [orjson.loads(line) for line in SAMPLE.read_bytes().splitlines() if line.strip()]
     names = [_names(t) for t in templates]
     rng = random.Random(SEED)
     folder.mkdir(parents=True, exist_ok=True)
     size = 0
-    for start in range(0, n, ROWS_PER_FILE):
+    per_file = ROWS_PER_FILE * (20 if small else 1)
+    for start in range(0, n, per_file):
         blob = b"".join(
-            orjson.dumps(varied_row(templates[i % len(templates)], names[i % len(templates)], i, rng)) + b"\n"
-            for i in range(start, min(n, start + ROWS_PER_FILE))
+            orjson.dumps(
+                small_row(i, rng)
+                if small
+                else varied_row(templates[i % len(templates)], names[i % len(templates)], i, rng)
+            )
+            + b"\n"
+            for i in range(start, min(n, start + per_file))
         )
         (folder / f"runs-{start:06d}.jsonl").write_bytes(blob)
         size += len(blob)
@@ -330,10 +366,10 @@ def outputs_of(out: Path) -> dict[str, bytes]:
     return files
 
 
-def measure(n: int, work: Path, runner: str) -> dict:
-    inputs = work / f"runs-{n}"
+def measure(n: int, work: Path, runner: str, small: bool = False) -> dict:
+    inputs = work / f"runs-{n}{'-small' if small else ''}"
     if not inputs.exists():  # the same corpus for both runners
-        write_corpus(inputs, n)
+        write_corpus(inputs, n, small)
     size = sum(p.stat().st_size for p in inputs.glob("*.jsonl"))
     floor = orjson_floor(inputs)
     config_path = work / f"scale-{n}-{runner}.json"
@@ -343,6 +379,7 @@ def measure(n: int, work: Path, runner: str) -> dict:
     row = {
         "runs": n,
         "runner": runner,
+        "small_rows": small,
         "input_mib": round(size / 2**20, 2),
         "wall_s": round(figures["seconds"], 2),
         "per_run_ms": round(figures["seconds"] / n * 1000, 3),
@@ -381,6 +418,7 @@ def main() -> int:
         help="also build these sizes on a 2-worker Dask LocalCluster; outputs must match the threads'",
     )
     parser.add_argument("--keep", type=Path, help="work here and keep the corpora and outputs")
+    parser.add_argument("--small", action="store_true", help="small rows (~700 bytes) instead of ~6 KB ones")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
     args = parser.parse_args()
@@ -390,10 +428,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="aptforge-bench-scale-") as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        rows = [measure(n, work, "threads") for n in sorted(args.sizes)]
+        rows = [measure(n, work, "threads", args.small) for n in sorted(args.sizes)]
         identical: dict[str, bool] = {}
         for n in sorted(args.dask_sizes):
-            rows.append(measure(n, work, "dask"))
+            rows.append(measure(n, work, "dask", args.small))
             if n in args.sizes:
                 same = outputs_of(work / f"out-{n}-dask") == outputs_of(work / f"out-{n}-threads")
                 identical[str(n)] = same

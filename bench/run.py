@@ -32,6 +32,7 @@ BENCHES = [
     ("offline", ["bench_offline.py"]),
     ("scale", ["bench_scale.py", "--dask-sizes"]),
     ("scale-dask", ["bench_scale.py", "--sizes", "5000", "--dask-sizes", "1000", "5000"]),
+    ("resume", ["bench_resume.py"]),
 ]
 
 
@@ -76,6 +77,26 @@ def _dask_rows(sd: dict) -> list[tuple[str, str, str, bool | None]]:
         ratio = f"{sd['dask_flow_rss_ratio']:.2f}"
         out.append(("build process RSS under Dask, largest / smallest N", ratio, "flat", None))
     return out + _size_rows([r for r in sd.get("sizes") or [] if r["runner"] == "dask"])
+
+
+def _resume_rows(rs: dict) -> list[tuple[str, str, str, bool | None]]:
+    """The SIGKILL-and-restart build: shards redone against those unfinished, same candidates."""
+    if "redone" not in rs:
+        return []
+    return [
+        (
+            f"SIGKILL at {rs['runs']:,} runs, restart: shards redone / unfinished",
+            f"{rs['redone']} / {rs['unfinished']}",
+            "equal, cached untouched",
+            rs["redone"] == rs["unfinished"] and rs["cached_untouched"],
+        ),
+        (
+            "  restarted build's candidates = uninterrupted build's",
+            "",
+            "identical",
+            rs["identical_candidates"],
+        ),
+    ]
 
 
 def _size_rows(runs: list[dict]) -> list[tuple[str, str, str, bool | None]]:
@@ -176,7 +197,9 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
                 for r in sizes
             ),
         ]
-    out += _scale_rows(sc) + _dask_rows(results.get("scale-dask", {}))
+    out += (
+        _scale_rows(sc) + _dask_rows(results.get("scale-dask", {})) + _resume_rows(results.get("resume", {}))
+    )
     return out
 
 
@@ -206,6 +229,7 @@ def acceptance(results: dict[str, dict]) -> dict[str, object]:
         "scale_dask_flow_rss_ratio": sd.get("dask_flow_rss_ratio"),
         "scale_by_size": by_size,
         "dask_identical": dk.get("identical"),
+        "resume_ok": results.get("resume", {}).get("ok"),
     }
 
 

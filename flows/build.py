@@ -93,6 +93,7 @@ def build(config: BuildConfig) -> BuildReport:
         + final.problems
     )
     written = write_outputs(config, scenario, final, found, redactor, timer)
+    redactor.release()  # every output is redacted: its caches of scanned texts go before the report
     review = enqueue_for_review(
         str(config.queue_path()),
         final.questions,

@@ -124,6 +124,18 @@ def test_the_same_secret_reads_the_same_everywhere_even_where_no_pattern_sees_it
     ]
 
 
+def test_a_released_redactor_keeps_its_values_and_counts_but_not_the_texts():
+    pw = FAKE_SECRETS["password"]
+    redactor = Redactor()
+    texts = [f"DB_PASSWORD={pw}", "a line long enough to be scanned by detect-secrets 1234abcd"]
+    redactor.learn(texts)
+    found = dict(redactor.found)
+    redactor.release()
+    assert redactor._spans == {} and redactor.scanner._ds_cache == {}  # no scanned text is held
+    assert redactor.redact(f"mysql --pass {pw}").text == "mysql --pass <REDACTED:password>"
+    assert dict(redactor.found) == found  # the counts of what was found before stay
+
+
 def test_a_weak_password_is_redacted_where_assigned_but_not_in_every_command():
     redactor = Redactor()
     texts = ["PGPASSWORD=postgres", "psql -U postgres -h localhost"]

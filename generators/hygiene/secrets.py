@@ -164,6 +164,10 @@ class Scanner:
         ]
         self._ds_cache: dict[str, tuple[tuple[str, str], ...]] = {}
 
+    def release(self) -> None:
+        """Forget the per-line detect-secrets results (a later scan recomputes them)."""
+        self._ds_cache.clear()
+
     def spans(self, text: str) -> list[Span]:
         """Merged, non-overlapping secret spans of `text` (placeholders are never secrets)."""
         if len(text) < 8:
@@ -342,6 +346,13 @@ class Redactor:
         self.scanner.prepare(texts)
         for text in texts:
             self._scan(text)
+
+    def release(self) -> None:
+        """Forget the texts scanned so far (their spans, the scanner's per-line results) once no more
+        are to come: the cache keys are those texts, kept alive only by it. The value map and the
+        counts stay, so a text redacted later still reads the same."""
+        self._spans.clear()
+        self.scanner.release()
 
     def _known(self) -> re.Pattern[str] | None:
         if self._regex is None and self._values:

@@ -72,11 +72,12 @@ def build(config: BuildConfig) -> BuildReport:
         return _write_report(config, previous.model_copy(update={"reused": True, "timings_s": took}))
     read = read_inputs(config, inputs, timer)
     kept = keep_runs(config, scenario, read, timer)
-    golds, extract_problems = extract_golds(config, scenario, kept.runs, timer)
-    # memory: from here on the build holds counts of the runs, not the runs (then not the gold steps)
-    runs = RunCounts.of(read.trajectories, kept.runs.labelled, kept.runs.kept, golds)
+    # memory: from here on the build holds counts of the runs, not the runs: extraction takes them over
+    # (each shard's runs go once it is extracted), then generation the gold steps
+    runs = RunCounts.of(read.trajectories, kept.runs.labelled, kept.runs.kept)
     read = read._replace(trajectories=[], results=[])
-    kept = kept._replace(runs=kept.runs._replace(kept=[], labelled=[]))
+    golds, extract_problems = extract_golds(config, scenario, kept.runs, timer)
+    runs = runs._replace(gold_steps=len(golds))
     posed = generate_questions(config, scenario, golds, timer)
     del golds
     filtered = filter_questions(config, posed.questions, timer)

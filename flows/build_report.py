@@ -66,8 +66,8 @@ class Sections(NamedTuple):
 
 
 class RunCounts(NamedTuple):
-    """What the report says of the runs read, labelled, kept and extracted: counted as soon as extraction
-    is done, so the build holds no run and no gold step after the stage that needs them."""
+    """What the report says of the runs read, labelled, kept and extracted: the runs counted once they
+    are kept, the gold steps once extracted, so the build holds neither after the stage that needs it."""
 
     read: int
     formats: Counter[str]
@@ -85,9 +85,9 @@ class RunCounts(NamedTuple):
         trajs: Sequence[Trajectory],
         labelled: Sequence[Trajectory],
         kept: Sequence[Trajectory],
-        golds: Sequence[GoldStep],
+        golds: Sequence[GoldStep] = (),
     ) -> RunCounts:
-        """Count the runs read, labelled and kept, and the gold steps extracted."""
+        """Count the runs read, labelled and kept (and the gold steps extracted, when given)."""
         return cls(
             read=len(trajs),
             formats=Counter(t.source.format for t in trajs),

@@ -378,35 +378,44 @@ def keep_runs(config: BuildConfig, scenario: Scenario, read: Read, timer: Timer)
 def extract_golds(
     config: BuildConfig, scenario: Scenario, kept: stages.KeepResult, timer: Timer
 ) -> tuple[list[GoldStep], list[Problem]]:
-    """Extract the gold steps of every task, shard by shard, after the scenario observed every labelled run."""
+    """Extract the gold steps of every task, shard by shard, after the scenario observed every labelled run.
+
+    Takes the runs over: `kept.kept` and `kept.labelled` are emptied once sharded, so each shard's runs
+    are held by that shard only and go once it is extracted (the caller counts them first).
+    """
     options = {
         name: extract_options(t, scenario.specs[name], config.seed) for name, t in scenario.tasks.items()
     }
     with timer.stage("extract"):
         # what the extractor learns from every labelled run, failed ones included (e.g. fixes that failed)
         observed = stages.observe_runs(scenario.extractor, kept.labelled)
-        shards = chunks(kept.kept, max(1, config.limits.shard_size // 4))
-        extractor_task = _cached(extract_shard, config)
         observed_key = cache_keys.trajectories_key(kept.labelled) if observed is not None else ""
         observed_ref = work.store(config.out_dir, "observed", observed_key, observed) if observed_key else ""
         del observed  # the shards read it from its file (on Dask, each worker process once)
-        futures = [
-            extractor_task.submit(
-                config.scenario,
-                _shard_arg(config, s),
-                options,
-                observed_ref,
-                cache_keys.extract_key(scenario.extractor, s, options, observed_key),
+        shards = chunks(kept.kept, max(1, config.limits.shard_size // 4))
+        kept.kept.clear()
+        kept.labelled.clear()
+        extractor_task = _cached(extract_shard, config)
+        futures = []
+        shards.reverse()
+        while shards:  # popped as submitted: a submitted shard's task holds its runs, nothing else does
+            shard = shards.pop()
+            key = cache_keys.extract_key(scenario.extractor, shard, options, observed_key)
+            futures.append(
+                extractor_task.submit(config.scenario, _shard_arg(config, shard), options, observed_ref, key)
             )
-            for s in shards
-        ]
+            del shard
         extracted = _gather(futures, "extract", progress_mod.current())
         work.forget()
     return [g for gs, _ in extracted for g in gs], [p for _, ps in extracted for p in ps]
 
 
 def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[GoldStep], timer: Timer) -> Posed:
-    """Pose every gold step as a question, every task's shards at once, with one generator for the whole build."""
+    """Pose every gold step as a question, every task's shards at once, with one generator for the whole build.
+
+    Takes the gold steps over: `golds` is emptied once they are sharded, so each shard's steps are held
+    by that shard only and go once it is posed (the caller counts them first).
+    """
     questions: list[Question] = []
     problems: list[Problem] = []
     with timer.stage("generate"):
@@ -419,22 +428,29 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
             # Every task's shards are submitted before any is awaited: the generator's one request pool
             # stays full across shard and task boundaries (a re-ask at a task's end overlaps the next).
             submitted = []
+            by_task = {name: [g for g in golds if g.task == name] for name in scenario.specs}
+            golds.clear()
             for name, spec in scenario.specs.items():
-                task_golds = [g for g in golds if g.task == name]
+                task_golds = by_task.pop(name)
                 pool = stages.pool_of(task_golds)
                 pool_key = cache_keys.pool_key(pool)
                 pool_ref = work.store(config.out_dir, f"pool-{name}", pool_key, pool)
                 del pool  # the shards read it from its file (on Dask, each worker process once)
                 shards = chunks(task_golds, config.limits.shard_size)
+                del task_golds
                 keys = [
                     cache_keys.generate_key(config, generator, s, pool_key, spec.n_options) for s in shards
                 ]
-                futures = [
-                    generator_task.submit(
-                        config, _shard_arg(config, s), pool_ref, spec.n_options, shared, key
+                futures = []
+                shards.reverse()
+                for key in keys:  # popped as submitted, as in extract_golds
+                    shard = shards.pop()
+                    futures.append(
+                        generator_task.submit(
+                            config, _shard_arg(config, shard), pool_ref, spec.n_options, shared, key
+                        )
                     )
-                    for s, key in zip(shards, keys, strict=True)
-                ]
+                    del shard
                 submitted.append((name, keys, futures))
             for name, keys, futures in submitted:
                 posed = _gather(futures, f"generate {name}", progress_mod.current())

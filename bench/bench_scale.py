@@ -304,7 +304,11 @@ def child_build(config_path: str) -> None:
 def tree_rss(proc: psutil.Process) -> int:
     """RSS of a process and all its descendants, in bytes (those gone meanwhile count 0)."""
     total = 0
-    for p in [proc, *proc.children(recursive=True)]:
+    try:
+        tree = [proc, *proc.children(recursive=True)]
+    except psutil.Error:  # the build itself just ended
+        return 0
+    for p in tree:
         try:
             total += p.memory_info().rss
         except psutil.Error:

@@ -7,6 +7,8 @@ a warm rebuild against a cold one, Dask against threads, rapidfuzz centrality ag
 peak memory while ingesting more than 1 GB, offline generation time per gold step at 20,000
 gold steps against 1,000, and whole builds of 1,000 / 5,000 / 20,000 generated runs (fewer with
 `APTFORGE_BENCH_SCALE_SIZES=1000,5000`): time per run and peak RSS of the process tree.
+Then a Dask (2 workers) / threads comparison at 5,000 runs, a build killed with SIGKILL and restarted,
+and 100,000 small rows (a few hundred bytes each), which must build in minutes within the memory bound.
 Each benchmark runs in its own process. `results.json` is rewritten (atomically) after each one,
 with an `acceptance` section of the figures the goals name; `--only scale llm` reruns some and keeps
 the others' figures from the last file (so a long run can be split).
@@ -33,7 +35,10 @@ BENCHES = [
     ("scale", ["bench_scale.py", "--dask-sizes"]),
     ("scale-dask", ["bench_scale.py", "--sizes", "5000", "--dask-sizes", "1000", "5000"]),
     ("resume", ["bench_resume.py"]),
+    ("scale-small", ["bench_scale.py", "--small", "--sizes", "100000", "--dask-sizes"]),
 ]
+#: 100,000 small rows must build "in minutes, not hours", within the scale benchmark's memory bound.
+SMALL_WALL_GOAL_S = 900
 
 
 def _run(name: str, argv: list[str], tmp: Path) -> tuple[dict, int, float]:
@@ -96,6 +101,22 @@ def _resume_rows(rs: dict) -> list[tuple[str, str, str, bool | None]]:
             "identical",
             rs["identical_candidates"],
         ),
+    ]
+
+
+def _small_rows(ss: dict) -> list[tuple[str, str, str, bool | None]]:
+    """The build of many small rows: its wall time and the peak RSS of its process tree."""
+    sizes = ss.get("sizes") or []
+    if not sizes:
+        return []
+    r = sizes[-1]
+    return [
+        (
+            f"{r['runs']:,} small rows: wall / peak RSS of the process tree",
+            f"{r['wall_s']:.0f} s / {r['peak_rss_mib']:.0f} MiB",
+            f"< {SMALL_WALL_GOAL_S} s, < {ss.get('rss_limit_mib', 2048)} MiB",
+            r["wall_s"] < SMALL_WALL_GOAL_S and r["peak_rss_mib"] < ss.get("rss_limit_mib", 2048),
+        )
     ]
 
 
@@ -198,7 +219,10 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
             ),
         ]
     out += (
-        _scale_rows(sc) + _dask_rows(results.get("scale-dask", {})) + _resume_rows(results.get("resume", {}))
+        _scale_rows(sc)
+        + _dask_rows(results.get("scale-dask", {}))
+        + _resume_rows(results.get("resume", {}))
+        + _small_rows(results.get("scale-small", {}))
     )
     return out
 
@@ -208,6 +232,7 @@ def acceptance(results: dict[str, dict]) -> dict[str, object]:
     i, l_, o, sc = (results.get(k, {}) for k in ("ingest", "llm", "offline", "scale"))
     dk = results.get("pipeline", {}).get("dask", {})
     sd = results.get("scale-dask", {})
+    small = results.get("scale-small", {}).get("sizes") or []
     threads = [r for r in sc.get("sizes", []) if r["runner"] == "threads"]
     by_size = {
         f"{r['runs']}_{r['runner']}": {
@@ -230,6 +255,9 @@ def acceptance(results: dict[str, dict]) -> dict[str, object]:
         "scale_by_size": by_size,
         "dask_identical": dk.get("identical"),
         "resume_ok": results.get("resume", {}).get("ok"),
+        "small_rows": {k: small[-1].get(k) for k in ("runs", "wall_s", "peak_rss_mib", "per_run_ms")}
+        if small
+        else None,
     }
 
 

@@ -94,3 +94,16 @@ def test_the_offline_scaling_figure_is_an_acceptance_figure_and_a_row_of_the_tab
     assert ["offline generate per step, 20,000 / 1,000 gold steps", "2.00", "<= 1.5", False] in [
         list(r) for r in run.rows(slow)
     ]
+
+
+def test_the_small_rows_build_is_judged_on_wall_time_and_memory(tmp_path: Path) -> None:
+    run = _bench_run()
+    small = {"runs": 100000, "runner": "threads", "wall_s": 400.0, "peak_rss_mib": 1500.0, "per_run_ms": 4.0}
+    results = {**_results(), "scale-small": {"sizes": [small], "rss_limit_mib": 2048}}
+    blob = json.loads(run.write_results(results, tmp_path / "results.json").read_text())
+    assert blob["acceptance"]["small_rows"]["wall_s"] == 400.0
+    met = {figure: ok for figure, _value, _goal, ok in blob["table"]}
+    assert met["100,000 small rows: wall / peak RSS of the process tree"] is True
+    slow = {**results, "scale-small": {"sizes": [{**small, "wall_s": 3600.0}], "rss_limit_mib": 2048}}
+    met = {figure: ok for figure, _value, _goal, ok in run.rows(slow)}
+    assert met["100,000 small rows: wall / peak RSS of the process tree"] is False

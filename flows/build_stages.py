@@ -432,7 +432,7 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
             golds.clear()
             for name, spec in scenario.specs.items():
                 task_golds = by_task.pop(name)
-                pool = stages.pool_of(task_golds)
+                pool = stages.pool_of(task_golds, spec.other_runs_as_distractors)
                 pool_key = cache_keys.pool_key(pool)
                 pool_ref = work.store(config.out_dir, f"pool-{name}", pool_key, pool)
                 del pool  # the shards read it from its file (on Dask, each worker process once)

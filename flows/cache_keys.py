@@ -97,7 +97,9 @@ def extract_key(
 
 def pool_key(pool: Sequence[PoolEntry]) -> str:
     """Key of a task's distractor pool."""
-    return _digest(f"{e.step_id}\x1f{e.trajectory_id}\x1f{e.group}\x1f{e.text}" for e in pool)
+    return _digest(
+        f"{e.step_id}\x1f{e.trajectory_id}\x1f{e.group}\x1f{e.text}\x1f{e.retrievable}" for e in pool
+    )
 
 
 def generate_key(

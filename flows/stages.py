@@ -151,9 +151,10 @@ def extract_stage(
     return golds, problems
 
 
-def pool_of(golds: Iterable[GoldStep]) -> list[PoolEntry]:
-    """The distractor pool of one task: every gold answer with its origin."""
-    return [PoolEntry(g.step_id, g.trajectory_id, g.group, g.gold) for g in golds]
+def pool_of(golds: Iterable[GoldStep], retrievable: bool = True) -> list[PoolEntry]:
+    """The distractor pool of one task: every gold answer with its origin (`retrievable`: whether the
+    task's spec lets another run's gold be offered as a distractor)."""
+    return [PoolEntry(g.step_id, g.trajectory_id, g.group, g.gold, retrievable) for g in golds]
 
 
 def generate_stage(

@@ -21,6 +21,9 @@ class PoolEntry(NamedTuple):
     trajectory_id: str
     group: str
     text: str
+    retrievable: bool = True
+    """May be offered as a distractor of another run's step (`TaskSpec.other_runs_as_distractors`);
+    an entry that may not still counts in the task's rank plan."""
 
 
 @runtime_checkable

@@ -8,6 +8,9 @@ For each gold step the candidates are, in order of preference:
    group id without its trailing `-<number>`, e.g. `django__django`), then the whole pool. Never a
    step of the same run, never a run of the same group (instance), which may share the answer;
    never an all-pairs scan: a family or pool of at most `exact_below` entries is ranked exactly.
+   Only entries marked `retrievable` are drawn (a task whose spec says another run's gold is never
+   a valid wrong option marks none: its distractors and reserve come from its own candidates alone);
+   every entry counts in the rank plan.
    Code answers (patches, scripts, code windows) are never drawn from other runs at all: another
    instance's code is trivially wrong, so their distractors come from the scenario alone;
    a larger one only through the index, so each step costs the same whatever the pool size.
@@ -146,6 +149,7 @@ class PoolIndex:
         self.tokens = [tokens(e.text) for e in pool]
         self.plan = rank_plan(pool, need, seed)
         self.exact_below = exact_below
+        self.retrievable = any(e.retrievable for e in pool)
         self._perms = MinHash(num_perm=_NUM_PERM, seed=1, scheme="affine32").permutations
         self.families: dict[str, list[int]] = {}
         for i, e in enumerate(pool):
@@ -153,7 +157,7 @@ class PoolIndex:
         self.forests: dict[str, MinHashLSHForest] = {}
         self.everything: MinHashLSHForest | None = None
         big = [f for f, members in self.families.items() if len(members) > exact_below]
-        if big or len(pool) > exact_below:
+        if self.retrievable and (big or len(pool) > exact_below):
             sketches = [self._sketch(t) for t in self.tokens]
             for f in big:
                 self.forests[f] = self._forest(self.families[f], sketches)
@@ -189,14 +193,15 @@ class PoolIndex:
         def ok(i: int) -> bool:
             e = self.pool[i]
             return (
-                e.trajectory_id != step.trajectory_id
+                e.retrievable
+                and e.trajectory_id != step.trajectory_id
                 and e.step_id != step.step_id
                 and (not step.group or e.group != step.group)
             )
 
         out: list[int] = []
-        if looks_like_code(step.gold):  # another run's patch, script or code window is trivially wrong
-            return []
+        if looks_like_code(step.gold) or not self.retrievable:
+            return []  # another run's patch, script or code window is trivially wrong; or the task forbids it
         names = (family(step.group), None)
         for name in names:
             if name is not None and name not in self.families:
@@ -228,7 +233,7 @@ def pool_index(pool: Sequence[PoolEntry], need: int, seed: int, exact_below: int
         for (_, *rest), index in _INDEXES.items():  # the same (unmutated) pool object: no need to hash it
             if index.pool is pool and rest == [need, seed, exact_below]:
                 return index
-    key = (content_id(*(e.step_id for e in pool)), need, seed, exact_below)
+    key = (content_id(*(f"{e.step_id}:{e.retrievable}" for e in pool)), need, seed, exact_below)
     with _INDEX_LOCK:
         found = _INDEXES.get(key)
         if found is None:

@@ -87,6 +87,11 @@ class TaskSpec(Model):
     """Default limits of the task."""
     split_by_language: bool = False
     """Release rows in `<task>_en` / `<task>_zh` folders by the language of their `query` field."""
+    other_runs_as_distractors: bool = True
+    """Whether another run's gold of this task may be offered as a wrong option (the generator's pool).
+    False where it never is a valid one (a whole plan of another repository, a fix naming files this
+    item never shows): the scenario's own candidates are then the only source, and a step with too few
+    of them yields no item. The pool still sets the task-wide rank plan (length, centrality)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskSpec:

@@ -5,6 +5,7 @@ a build over the real SUPER runs in $APTFORGE_SHARED, and `aptforge inspect` lab
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -94,6 +95,13 @@ def test_a_build_over_super_targets_only_commands_of_verified_runs_and_its_basel
         assert quality["n_items"] >= 20 and not quality["flagged"], quality.get("why")
         for name in ("central", "longest"):  # APTBench's env_setup/error: central 92% against 17% chance
             assert quality["baselines"][name] <= quality["bounds"][name]
+        origins = [
+            o
+            for r in pq.read_table(out / "candidates" / f"{task}.parquet").to_pylist()
+            for o in r["distractor_origins"]
+        ]
+        # the scenario's own wrong plans and fixes only: never another run's whole gold from the pool
+        assert origins and not [o for o in origins if re.fullmatch(r"other_run:[0-9a-f]{32}", o)], task
 
 
 def _inspect(*paths: Path) -> list[dict]:

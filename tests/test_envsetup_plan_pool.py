@@ -27,6 +27,7 @@ from extractors.swe_env_setup.errors import error_pairs
 from extractors.swe_env_setup.plan import plan_distractors, required_steps
 from extractors.swe_env_setup.plan_variants import clean_plan, remap_required, wrong_plans
 from extractors.swe_env_setup.steps import PlanStep, block_commands, determined, plan_steps, shell_lines
+from extractors.swe_env_setup.tasks import SPECS
 from flows import stages
 from generators.offline import OfflineGenerator
 from schemas import GoldStep, Problem, Trajectory
@@ -291,7 +292,8 @@ def super_plan_questions(shared_dir):
     extractor = stages.make_extractor(SweEnvSetup, SweEnvSetup.observe(labelled))
     options = ExtractOptions(1, 6000, 4000, 20261130)
     golds = [g for t in kept for g in extractor.extract(t, "plan", options) if isinstance(g, GoldStep)]
-    questions, _ = stages.generate_stage(OfflineGenerator(seed=20261130), golds, stages.pool_of(golds), 7)
+    pool = stages.pool_of(golds, SPECS["plan"].other_runs_as_distractors)
+    questions, _ = stages.generate_stage(OfflineGenerator(seed=20261130), golds, pool, 7)
     return golds, questions
 
 
@@ -306,6 +308,19 @@ def test_super_plan_items_no_step_order_rule_separates_the_gold(super_plan_quest
     assert statistics.median(pool) >= 18  # three times the six shown, for the adversarial filter
     kinds = [{c.origin.split(":plan_")[1].split("_")[0] for c in g.candidates} for g in golds]
     assert statistics.median(len(k) for k in kinds) >= 3
+
+
+def test_super_plan_options_are_edits_of_the_runs_own_plan_never_another_runs_whole_plan(
+    super_plan_questions,
+):
+    _, questions = super_plan_questions
+    assert len(questions) >= 30 and not SPECS["plan"].other_runs_as_distractors
+    for q in questions:
+        (clone,) = re.findall(r"Clone the repository ([^;]+);", q.gold)
+        for d in (*q.distractors, *q.reserve):
+            # another run's plan clones another repository; an edit of this one keeps its clone step
+            assert f"Clone the repository {clone};" in d.text, (q.gold, d.text)
+            assert re.fullmatch(r"(?:rule|other_run):plan_\w+", d.origin), d.origin
 
 
 def test_super_plan_golds_hold_no_shell_syntax_or_comment_words(super_plan_questions):

@@ -90,3 +90,20 @@ def test_gold_positions_are_balanced_across_a_task():
     for q in balanced:
         assert q.options[q.gold_index] == q.gold
     assert balance_positions(qs, seed=5) == balanced
+
+
+def test_a_pool_the_task_forbids_gives_no_distractor_or_reserve_of_another_run():
+    words = ["delete the cache", "rename the module", "pin numpy", "skip the tests", "reboot", "open a shell"]
+    own = tuple(Candidate(text=f"I need to {w}", origin="rule:e") for w in words)
+    rich = _gold(0, PLANS[0]).model_copy(update={"candidates": own})
+    thin = _gold(1, PLANS[2]).model_copy(update={"candidates": own[:2]})
+    golds = [rich, thin, *(_gold(i, t) for i, t in enumerate(PLANS[3:], start=3))]
+    allowed = list(OfflineGenerator(seed=2).generate([rich, thin], _pool(golds), 4))
+    pool = [e._replace(retrievable=False) for e in _pool(golds)]
+    out = list(OfflineGenerator(seed=2).generate([rich, thin], pool, 4))
+    # with the pool allowed, both items draw other runs' golds (the thin one to fill up, the rich one as reserve)
+    assert all(isinstance(q, Question) for q in allowed)
+    assert all(any(d.origin.startswith("other_run:") for d in (*q.distractors, *q.reserve)) for q in allowed)
+    q, problem = out
+    assert isinstance(q, Question) and {d.origin for d in (*q.distractors, *q.reserve)} == {"rule:e"}
+    assert isinstance(problem, Problem) and problem.reason == "too_few_distractors"

@@ -21,6 +21,7 @@ SPECS: dict[str, TaskSpec] = {
         context=("repo_info",),
         answers=("choices", "answer"),
         choices_sep=" ",
+        other_runs_as_distractors=False,  # another run's whole plan is trivially wrong: edits of this one only
         guidelines=(
             "Accept when the gold plan is the sequence of steps the verified run needed, and each edited "
             "plan misses, reorders or adds a step in a way that would break the setup."
@@ -60,6 +61,7 @@ SPECS: dict[str, TaskSpec] = {
         context=("setup_instruct", "issue_title", "issue_body"),
         answers=("choices", "answer"),
         choices_sep=" ",
+        other_runs_as_distractors=False,  # another run's fix names files this item never shows
         guidelines=(
             "Accept when the gold fix is what made the failing step pass in the verified run and the other "
             "fixes would not resolve the error shown."

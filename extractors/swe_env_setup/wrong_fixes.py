@@ -10,7 +10,10 @@ failing command, so no option is wrong merely for naming something the item neve
   the one that is missing or broken;
 - `drop_line`: deleting, commenting out or guarding the failing source line of a repository frame;
 - `revert_edit`: the gold's change of a line made the other way round;
-- `make_path`: creating an empty file or folder where a missing file was expected;
+- `make_path`: creating an empty file or folder where a missing file was expected, or opening the
+  permissions of the folder it was expected in (the file is still missing);
+- `upgrade_pip`: upgrading pip itself, or purging its cache, when pip finds no version that
+  satisfies a pin (the index still has none);
 - `retry`: re-running the failing command unchanged;
 - `rerun_variant`: re-running the command unchanged under `python3`, or with a pip flag that does
   not touch the cause (`--no-cache-dir`, `--no-deps`, `--upgrade`);
@@ -93,6 +96,8 @@ def wrong_fixes(
         name = re.split(r"[=<>!~\[]", err.subject)[0]
         yield "wrong_package", f"Run `pip install {name}-binary`"
         yield "wrong_package", f"Run `pip install --pre {name}==0.0.1`"
+        yield "upgrade_pip", "Run `python -m pip install --upgrade pip setuptools wheel`"
+        yield "upgrade_pip", "Run `pip cache purge`"
     named = packages[1:] if err.type in MISSING_MODULE else packages
     for p in named[:2]:
         yield "other_package", f"Run `pip install -U {p}`"
@@ -108,6 +113,7 @@ def wrong_fixes(
         if parent:
             yield "make_path", f"Run `mkdir -p {shlex.quote(parent)}`"
         yield "make_path", f"Run `touch {shlex.quote(target)}`"
+        yield "make_path", f"Run `chmod -R a+rwx {shlex.quote(parent or '.')}`"
     dirs = [d for p in files for d in p.split("/")[:-1] if d.isidentifier()]
     for top in [d for d in dict.fromkeys(dirs) if d != err.subject.split(".")[0]][:3]:
         yield "repo_as_package", f"Run `pip install {top}`"  # a folder of this traceback is no PyPI package

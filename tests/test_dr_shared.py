@@ -16,6 +16,7 @@ from generators.quality.adversarial import adversarial_filter
 from generators.quality.balance import balance_positions
 from generators.quality.baselines import Bounds, Mcq, task_baselines
 from generators.quality.gates import context_text
+from tests.cut_support import cut_options, run_texts
 
 OPTIONS = {"plan": ExtractOptions(seed=5), "summ_ans": ExtractOptions(max_items_per_trajectory=1, seed=5)}
 
@@ -37,6 +38,8 @@ def test_only_successful_gaia_tapes_give_plan_and_summ_ans_items(shared_dir):
     finals = {t.trajectory_id: (t.final_answer, t.gold_answer) for t in kept.kept}
     assert all(g.gold in finals[g.trajectory_id] for g in summ)
     assert all("gaia_answer" not in g.fields["trajectory"] for g in summ)  # the answer call is never context
+    options = [t for g in plan for t in (g.gold, *(c.text for c in g.candidates))]
+    assert cut_options(options, run_texts(kept.kept)) == []  # no option cut with "..."
 
 
 @pytest.mark.shared
@@ -66,4 +69,5 @@ def test_aptbench_rows_rebuilt_into_runs_give_items_whose_baselines_stay_near_ch
     ]
     baselines = task_baselines(items, Bounds())
     assert len(dropped) <= 0.3 * len(questions)
+    assert cut_options([o for i in items for o in i.options], run_texts(kept.kept)) == []
     assert len(items) >= 600 and baselines.exceeded == [], baselines.accuracy

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from extractors.shell.commands import has_placeholder
 from flows.cli import app
 from schemas import candidate_schema
+from tests.cut_support import cut_options
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "swe_env_setup.yaml"
@@ -100,6 +101,8 @@ def test_a_build_over_super_targets_only_commands_of_verified_runs_and_its_basel
             for r in pq.read_table(out / "candidates" / f"{task}.parquet").to_pylist()
             for o in r["distractor_origins"]
         ]
+        rows = pq.read_table(out / "candidates" / f"{task}.parquet").to_pylist()
+        assert cut_options([o for r in rows for o in r["options"]], []) == []  # no option cut with "..."
         # the scenario's own wrong plans and fixes only: never another run's whole gold from the pool
         assert origins and not [o for o in origins if re.fullmatch(r"other_run:[0-9a-f]{32}", o)], task
 

@@ -21,6 +21,7 @@ from flows.build_stages import extract_options, make_generator
 from flows.config import load_config
 from schemas import GoldStep, Question, candidate_source
 from schemas.tasks import find_spec
+from tests.cut_support import cut_options, run_texts
 
 RUN = "trajectories/minisweagent-v1-gemini3pro-swebench-verified/swebench_results/20251118_gemini-3-pro-74pct"
 TASKS = ("plan", "locate", "fix_patch", "test_patch")
@@ -72,6 +73,14 @@ def test_every_patch_level_task_and_plan_yield_at_least_twenty_items_after_adver
     assert {t: n >= (12 if t == "test_patch" else 20) for t, n in kept.items()} == dict.fromkeys(
         TASKS, True
     ), kept
+
+
+def test_no_option_of_any_task_is_cut_with_an_ellipsis(built):
+    sources = run_texts(built["runs"])
+    for task in TASKS:
+        golds, questions, _ = built[task]
+        texts = list(_texts(golds, questions))
+        assert texts and cut_options(texts, sources) == [], task
 
 
 def test_no_plan_gold_context_plan_or_distractor_doubles_a_modal_or_cuts_a_quote(built):

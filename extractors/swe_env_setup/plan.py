@@ -180,9 +180,19 @@ def plan_distractors(
     anchors = [e._replace(size=size) for e in wrong if e.kind == "move"]
     rng.shuffle(anchors)
     n = len(plan)
-    # every option keeps the gold's first and last step when it can (an anchor that moves the clone or
-    # moves a step past the final run would start or end every distractor the same way): those come last
-    anchors.sort(key=lambda e: e.at == 0 or e.to >= n - 1 or e.at + e.size >= n)
+    # the frame of the gold: the clone (and the `cd` into it) first, the final step last. A rule reading
+    # "clone first, cd second, ends on the final run" tells the gold from edits that break it, so edits
+    # that keep it are tried first (short plans have too few of them: the others follow)
+    head = 2 if n > 1 and plan[0].category == "clone" and plan[1].category == "cd" else 1
+
+    def breaks_frame(e: Edit) -> bool:
+        if e.kind == "insert":  # inserted after step `at`
+            return not head - 1 <= e.at < n - 1
+        return e.at < head or e.at + e.size >= n or (e.kind == "move" and not head - 1 <= e.to < n - 1)
+
+    # every option keeps the gold's frame when it can (an anchor that moves the clone or moves a step
+    # past the final run would start or end every distractor the same way): those come last
+    anchors.sort(key=breaks_frame)
     for anchor in anchors[:6]:
         picked: list[str] = []
         others = [k for k in range(n - size + 1) if k + size <= anchor.at or k >= anchor.at + anchor.size]
@@ -195,6 +205,7 @@ def plan_distractors(
         ]
         # round robin: one move of every block first, then second destinations, then the fallback
         tries = [moves[r] for r in range(len(plan)) for moves in per_step if r < len(moves)] + fallback
+        tries.sort(key=breaks_frame)  # stable: the round robin within each side
         for e in tries:
             variant = apply(plan, [anchor, e])
             if variant is None or not is_wrong(variant, required):

@@ -89,8 +89,8 @@ def _traj(steps=STEPS, patch=PATCH, label="success", iid="calc-1", tid="t-ok") -
     )
 
 
-def _extract(traj, task, extractor=None):
-    out = list((extractor or SweIssueFix()).extract(traj, task, ExtractOptions(seed=2)))
+def _extract(traj, task, extractor=None, options=None):
+    out = list((extractor or SweIssueFix()).extract(traj, task, options or ExtractOptions(seed=2)))
     return [g for g in out if isinstance(g, GoldStep)], [p for p in out if isinstance(p, Problem)]
 
 
@@ -261,14 +261,64 @@ def test_gold_patches_are_cleaned_of_files_the_issue_does_not_need_and_say_why()
     ]
 
 
-def test_test_patch_gold_is_the_script_run_before_the_fix_and_again_after():
-    (g,), _ = _extract(_traj(), "test_patch")
+def test_test_patch_golds_are_the_scripts_run_before_the_fix_and_again_after_and_the_test_diff():
+    (g, diff), _ = _extract(_traj(), "test_patch")
     assert (
         g.gold == SCRIPT and g.step_index == 1 and g.fields == {"problem_statement": "div floors its result"}
     )
+    # the test files of the patch are a test patch too (SWE-bench's own kind), with mutations of it
+    assert diff.gold == render_patch([f for f in parse_patch(PATCH) if f.is_test])
+    assert diff.candidates and all(c.origin.startswith("rule:") for c in diff.candidates)
+    assert any("== 4.5" in c.text or "!= 3.5" in c.text for c in diff.candidates)
     never_rerun = [s for s in STEPS if s.index != 4]
-    _, problems = _extract(_traj(steps=never_rerun), "test_patch")
+    source_only = PATCH[: PATCH.index("diff --git a/tests")]
+    _, problems = _extract(_traj(steps=never_rerun, patch=source_only), "test_patch")
     assert [p.reason for p in problems] == ["no_test_patch"]
+
+
+def test_test_patch_takes_every_distinct_script_of_a_run_the_last_written_first():
+    other = "from calc import div\nassert div(1, 4) == 0.25, div(1, 4)\n"
+    near = SCRIPT.replace("(7, 2)", "(7, 3)")
+    extra = [
+        _step(
+            1,
+            "str_replace_editor",
+            {"command": "create", "path": "/testbed/check.py", "file_text": other},
+            "str_replace_editor create /testbed/check.py",
+            "File created",
+        ),
+        _step(2, "bash", {"command": "python check.py"}, "python check.py", "AssertionError"),
+        _step(
+            3,
+            "str_replace_editor",
+            {"command": "create", "path": "/testbed/repro2.py", "file_text": near},
+            "str_replace_editor create /testbed/repro2.py",
+            "File created",
+        ),
+        _step(4, "bash", {"command": "python repro2.py"}, "python repro2.py", "2"),
+    ]
+    steps = [STEPS[0], *extra, *STEPS[1:]]
+    steps = [s.model_copy(update={"index": i}) for i, s in enumerate(steps)]
+    steps += [
+        _step(
+            len(steps),
+            "bash",
+            {"command": "python check.py && python repro2.py"},
+            "python check.py && python repro2.py",
+            "ok",
+        )
+    ]
+    source_only = PATCH[: PATCH.index("diff --git a/tests")]
+    golds, _ = _extract(_traj(steps=steps, patch=source_only), "test_patch")
+    # repro.py was written last; repro2.py is the same check on other numbers (left out); check.py is another
+    assert [g.gold for g in golds] == [SCRIPT, other]
+    assert [g.step_index for g in golds] == [5, 1]
+    one, _ = _extract(
+        _traj(steps=steps, patch=source_only),
+        "test_patch",
+        options=ExtractOptions(seed=2, max_items_per_trajectory=1),
+    )
+    assert [g.gold for g in one] == [SCRIPT]
 
 
 OPS_HEADER = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n"
@@ -464,3 +514,24 @@ def test_script_mutations_change_what_the_script_does_never_only_a_message():
     assert all('print("the result is right, not the pattern")' in t for t in texts)
     assert not any("Book 2" in t for t in texts)
     assert all("django.setup()" in t and "traceback.print_exc()" in t for t in texts)
+
+
+def test_script_mutations_flip_a_flag_of_a_call_spread_over_lines_and_a_call_only_a_print_makes():
+    spread = (
+        "from django import forms\n"
+        "MyFormSet = forms.formset_factory(\n"
+        "    form=MyForm,\n"
+        "    can_delete=True,\n"
+        "    can_delete_extra=False,\n"
+        ")\n"
+        "print(MyFormSet().empty_form)\n"
+    )
+    texts = {t for _, t in script_mutations(spread)}
+    assert any("    can_delete=False,\n    can_delete_extra=False," in t for t in texts)
+    assert any("    can_delete=True,\n    can_delete_extra=True," in t for t in texts)
+    only_prints = "from sympy import Mul, Max, Symbol\nx = Symbol('x')\ny = Symbol('y')\n"
+    only_prints += "print(Mul(Max(0, y), x, evaluate=False).evalf(), flush=True)\n"
+    texts = {t for _, t in script_mutations(only_prints)}
+    assert any("print(Mul(x, Max(0, y), evaluate=False)" in t for t in texts)  # the order that works
+    assert any("print(Mul(Max(0, y), x, evaluate=True)" in t for t in texts)
+    assert not any("flush=False" in t for t in texts)  # the print's own flag changes nothing

@@ -30,9 +30,10 @@ already let the gold be the longest, the shortest or neither option.
 Script mutations (`test_patch`): the check that tells the bug reverted (the last checks first;
 setup guards such as `if __name__` or `settings.configured` are never it), the triggering input
 changed (an integer of a check, an expected value or an index by one, a string argument for
-another of the script's, a flag argument of a value read later flipped: `changed_input`), the
-triggering call's first two
-arguments exchanged (or a print's, when prints are the checks: `swapped_args`), a check or print
+another of the script's, a flag argument of a value read later or of a call spread over lines
+flipped: `changed_input`), the triggering call's first two arguments exchanged (or a print's, when
+prints are the checks: `swapped_args`; a call made inside a print when the script makes none
+outside one), a check or print
 made on another variable of the script (`wrong_name`, never a word of a message), two adjacent
 statements swapped where the order matters (`swapped_steps`), and pairs of those clustered around
 a base (`double`); one statement dropped comes last (it shortens the script, so it would make the
@@ -548,25 +549,51 @@ _TWO_ARGS = re.compile(r"(?<=\w)\(([\w.]+(?:\([^()]*\))?), ([\w.]+(?:\([^()]*\))
 def _argument_edits(lines: list[str]) -> Iterator[tuple[str, list[str]]]:
     """The call that triggers the bug made another way: a flag argument flipped (`can_delete=True`
     -> `can_delete=False`, `changed_input`) or its first two arguments exchanged (`Mul(Max(0, y), x)`
-    -> `Mul(x, Max(0, y))`, `swapped_args`). Never in prints, imports, checks or setup boilerplate."""
-    for k in reversed(range(len(lines))):
-        s = lines[k].strip()
-        if not s or s.startswith(
-            ("print", "#", "import ", "from ", "if ", "elif ", "assert ", "def ", "class ")
-        ):
+    -> `Mul(x, Max(0, y))`, `swapped_args`). A flag on a line of its own inside a call spread over
+    lines counts. Never in imports, checks or setup boilerplate, nor in prints, unless the script
+    makes its calls only inside prints (`print(Mul(Max(0, y), x, evaluate=False).evalf())`): then
+    the call a print makes, never the print's own arguments."""
+    inside, depth = [], 0  # open brackets before a line: a line inside a call is arguments, no assignment
+    for line in lines:
+        inside.append(depth > 0)
+        depth = max(0, depth + _brackets(_code_only(line)))
+    made = list(_call_edits(lines, inside, prints=False))
+    yield from made or _call_edits(lines, inside, prints=True)
+
+
+def _call_edits(lines: list[str], inside: list[bool], prints: bool) -> Iterator[tuple[str, list[str]]]:
+    for k in reversed(range(len(lines))):  # the call that triggers the bug comes last
+        line = lines[k]
+        s = line.strip()
+        if not s or s.startswith(("#", "import ", "from ", "if ", "elif ", "assert ", "def ", "class ")):
             continue  # a definition's parameters swapped is no other call
         if _BOILERPLATE.search(s) or "settings" in s:
             continue
-        assigns = re.match(r"\s*[A-Za-z_][\w, ]*=(?!=)", lines[k]) is not None
-        flag = _FLAG.search(lines[k]) if not assigns or _defines_used_name(lines, k) else None
-        if flag is not None:  # an unused value's flag flipped changes nothing
+        start = 0
+        if s.startswith("print"):  # only a call inside the print: its own arguments change nothing
+            inner = re.match(r"\s*print\((?=[\w.]+\()", line) if prints else None
+            if inner is None:
+                continue
+            start = inner.end()
+        assigns = not inside[k] and re.match(r"\s*[A-Za-z_][\w, ]*=(?!=)", line) is not None
+        flag = _FLAG.search(line, start) if not assigns or _defines_used_name(lines, k) else None
+        if flag is not None and flag.group(1) not in _PRINT_FLAGS:  # an unused value's flag changes nothing
             flipped = "False" if flag.group(2) == "True" else "True"
-            new = lines[k][: flag.start(2)] + flipped + lines[k][flag.end(2) :]
+            new = line[: flag.start(2)] + flipped + line[flag.end(2) :]
             yield "changed_input", [*lines[:k], new, *lines[k + 1 :]]
-        two = _TWO_ARGS.search(lines[k])
+        two = _TWO_ARGS.search(line, start)
         if two is not None and two.group(1) != two.group(2):
-            new = lines[k][: two.start()] + f"({two.group(2)}, {two.group(1)}" + lines[k][two.end() :]
+            new = line[: two.start()] + f"({two.group(2)}, {two.group(1)}" + line[two.end() :]
             yield "swapped_args", [*lines[:k], new, *lines[k + 1 :]]
+
+
+#: Flags of a print or a logger, whose value changes no behaviour the script checks.
+_PRINT_FLAGS = frozenset({"flush", "end", "sep", "file", "exc_info", "stack_info"})
+
+
+def _brackets(code: str) -> int:
+    """Opened minus closed brackets of a line's code."""
+    return sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
 
 
 def _script_doubles(variants: list[list[str]], lines: list[str], bases: int = 6) -> list[list[str]]:

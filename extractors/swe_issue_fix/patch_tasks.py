@@ -15,10 +15,13 @@ cleaned of files the issue does not need (`CLEANING_RULES`; each dropped file is
 - `fix_patch`: gold = the cleaned patch without its test files; candidates = patches of failed
   runs of the same instance (cleaned the same way), then plausible mutations of the gold
   (`mutations.patch_mutations`). Never another instance's or repository's patch. `step_index` 0.
-- `test_patch`: gold = the reproduction script the agent wrote and ran before its first change of
-  a patched file (the version that ran last before it) and ran again after it; candidates =
-  failed runs' scripts of the same instance, then mutations (`mutations.script_mutations`: the
-  check reverted, the input changed, a step dropped). `step_index` is the step that wrote it.
+- `test_patch`: golds = each reproduction script the agent wrote and ran before its first change
+  of a patched file (the version that ran last before it) and ran again after it, the last written
+  first, one of two scripts that say the same left out; then the test files the patch changes, as
+  one diff (SWE-bench's `test_patch`); at most `max_items_per_trajectory`. Candidates = failed
+  runs' scripts (or test diffs) of the same instance, then mutations (`mutations.script_mutations`:
+  the check reverted, the input changed, a step dropped; `patch_mutations` for a diff).
+  `step_index` is the step that wrote the script (the first write of a test file for the diff).
 Field names follow APTBench: `issue_statement` (locate, fix_patch), `problem_statement` (test_patch).
 """
 
@@ -29,12 +32,15 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
+from rapidfuzz import fuzz
+
 from extractors.base import ExtractOptions, gold_step, location
 from extractors.swe_issue_fix.mutations import patch_mutations, script_mutations
 from extractors.swe_issue_fix.observed import Observed
 from extractors.swe_issue_fix.patches import (
     FilePatch,
     Hunk,
+    Script,
     created_scripts,
     file_reads,
     first_write,
@@ -161,7 +167,7 @@ def patch_items(
     source = [f for f in cleaned.files if not f.is_test]
     iid = traj.source.instance_id
     if task == "test_patch":
-        yield from _test_patch(traj, source, options, name, version, observed.scripts.get(iid, ()))
+        yield from _test_patch(traj, cleaned, options, name, version, observed)
     elif not source:
         yield _problem(traj, task, "no_source_patch", "the run's patch changes no source file")
     elif task == "fix_patch":
@@ -293,39 +299,78 @@ def _runs(traj: Trajectory, name: str, start: int) -> list[int]:
     ]
 
 
+def _test_scripts(traj: Trajectory, source: list[FilePatch]) -> list[Script]:
+    """The reproduction scripts of a run: each file the agent wrote whole, ran before its first change
+    of a patched file and ran again after it, in the version that ran last before that change; the
+    script chosen first is the last one written (as before), then the others, latest first. A script
+    too close to one already chosen (the same check under another name) is left out."""
+    firsts = [w for f in source if (w := first_write(traj.steps, f.path)) is not None]
+    first_fix = min(firsts, default=None)
+    if first_fix is None:
+        return []
+    latest: dict[str, Script] = {}
+    for script in created_scripts(traj.steps):
+        base = script.path.rsplit("/", 1)[-1]
+        if (
+            script.first_run < first_fix
+            and _runs(traj, base, first_fix)
+            and len(script.text) <= MAX_GOLD_CHARS
+            and not any(same_file(script.path, f.path) for f in source)
+        ):
+            latest.pop(base, None)
+            latest[base] = script  # the last version that ran before the fix wins
+    chosen: list[Script] = []
+    for script in reversed(latest.values()):
+        if all(fuzz.ratio(script.text, c.text) < SAME_SCRIPT for c in chosen):
+            chosen.append(script)
+    return chosen
+
+
+#: Character similarity (rapidfuzz ratio, 0-100) at which two scripts of a run count as one test.
+SAME_SCRIPT = 80
+
+
 def _test_patch(
     traj: Trajectory,
-    source: list[FilePatch],
+    cleaned: Cleaned,
     options: ExtractOptions,
     name: str,
     version: int,
-    failed: Sequence[str],
+    observed: Observed,
 ) -> Iterator[GoldStep | Problem]:
-    firsts = [w for f in source if (w := first_write(traj.steps, f.path)) is not None]
-    first_fix = min(firsts, default=None)
-    chosen = None
-    if first_fix is not None:
-        for script in created_scripts(traj.steps):
-            base = script.path.rsplit("/", 1)[-1]
-            if (
-                script.first_run < first_fix
-                and _runs(traj, base, first_fix)
-                and len(script.text) <= MAX_GOLD_CHARS
-            ):
-                if any(same_file(script.path, f.path) for f in source):
-                    continue
-                chosen = script  # the last version that ran before the fix wins
-    if chosen is None:
+    """Gold steps of `test_patch`: the run's reproduction scripts (`_test_scripts`), then the test
+    files its patch changes (one diff, as SWE-bench's `test_patch`), at most `max_items_per_trajectory`."""
+    source = [f for f in cleaned.files if not f.is_test]
+    iid = traj.source.instance_id
+    fields = {"problem_statement": traj.task}
+    golds: list[tuple[int, str, list[tuple[str, str]]]] = []
+    for script in _test_scripts(traj, source):
+        theirs = [("same_instance:failed_run", s) for s in observed.scripts.get(iid, ())]
+        mutated = [(f"rule:{kind}", text) for kind, text in script_mutations(script.text, issue=traj.task)]
+        golds.append((script.created_at, script.text, theirs + mutated))
+    tests = [f for f in cleaned.files if f.is_test]
+    diff = render_patch(tests) if tests else ""
+    at = min(
+        (w for f in tests if (w := first_write(traj.steps, f.path)) is not None), default=len(traj.steps)
+    )
+    if tests and len(diff) <= MAX_GOLD_CHARS and at not in {g[0] for g in golds}:
+        theirs = [
+            ("same_instance:failed_run", render_patch(fs))
+            for p in observed.patches.get(iid, ())
+            if (fs := [f for f in clean_patch(parse_patch(p)).files if f.is_test])
+        ]
+        views = file_reads(traj.steps).views
+        seen = {f.path: lines_of(views, f.path) for f in tests}
+        mutated = [(f"rule:{kind}", text) for kind, text in patch_mutations(tests, seen)]
+        golds.append((at, diff, theirs + mutated))
+    if not golds:
         yield _problem(
             traj,
             "test_patch",
             "no_test_patch",
-            "no script created, run before the first edit of a patched file and run again after it",
+            "no script created, run before the first edit of a patched file and run again after it, "
+            "and no test file in the patch",
         )
         return
-    theirs = [("same_instance:failed_run", s) for s in failed]
-    mutated = [(f"rule:{kind}", text) for kind, text in script_mutations(chosen.text, issue=traj.task)]
-    fields = {"problem_statement": traj.task}
-    yield _gold(
-        traj, name, version, "test_patch", chosen.created_at, chosen.text, fields, theirs + mutated, options
-    )
+    for index, gold, candidates in golds[: options.max_items_per_trajectory]:
+        yield _gold(traj, name, version, "test_patch", index, gold, fields, candidates, options)

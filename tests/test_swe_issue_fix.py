@@ -210,3 +210,32 @@ def test_plan_items_are_drawn_from_the_steps_richest_in_wrong_plans_of_their_own
     assert richest(counts, 3) == [1, 2, 3, 6]  # only two reach 12: the next tier, 9
     assert richest(counts, 6) == [0, 1, 2, 3, 5, 6]  # the last tier takes any step with 2
     assert richest({0: 1, 1: 0}, 2) == []  # none has 2: the caller draws from every eligible step
+
+
+def test_wrong_targets_are_of_the_gold_targets_own_type():
+    from extractors.swe_issue_fix.plans import name_role, rule_plans
+
+    context = [
+        "Running `python -m pytest` fails; see `CHANGELOG.rst`, `docs/index.rst` and `textwidth`",
+        "src/_pytest/main.py:\ndef _recurse(path):\ndef _collect(self):\nclass Session:\n`src/_pytest/python.py`",
+        "`verify_docinfo.sh` and `reproduce.sh` were written; `mypackage2` is the package",
+    ]
+    gold = "I need to find the definition of `_recurse` in `src/_pytest/main.py`"
+    texts = [m.text for m in rule_plans(gold, context, [], [gold], False)]
+    # a function is looked for in another code file, never in a changelog; swapped for a function
+    assert any("`src/_pytest/python.py`" in t for t in texts) and any("`_collect`" in t for t in texts)
+    assert not [t for t in texts if "CHANGELOG" in t or "index.rst" in t or "`Session`" in t]
+    assert not [t for t in texts if "`pytest`" in t or "`textwidth`" in t or "`mypackage2`" in t]
+    gold = "I need to look at `docs/index.rst` created in `verify_docinfo.sh`"
+    texts = [m.text for m in rule_plans(gold, context, [], [gold], False)]
+    # a shell script is a file (swapped for another script, never a bare name); a doc page for a doc page
+    assert any("created in `reproduce.sh`" in t for t in texts), texts
+    assert any("`CHANGELOG.rst` created in" in t for t in texts), texts
+    assert not [t for t in texts if "`textwidth`" in t or "`mypackage2`" in t or "main.py" in t]
+    text = "\n".join(context)
+    assert [name_role(n, text) for n in ("_recurse", "Session", "pytest", "textwidth")] == [
+        "function",
+        "class",
+        "module",
+        "",
+    ]

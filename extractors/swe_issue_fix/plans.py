@@ -11,8 +11,10 @@ its rule (`rule:<kind>`):
 - `wrong_target`: the gold's file, function or command target swapped for another one the
   context names (the issue, earlier plans and observations; the most recent first), one target
   or two at once (in a long plan one swapped name is a near copy of the gold), never a file or
-  function the resolving patch changes (a plan naming one is no mistake); substitutes longer and
-  shorter than the gold's target in turn (so the gold is not the option of one length rank);
+  function the resolving patch changes (a plan naming one is no mistake), always one of the
+  target's type: a file of the same class (code, doc, config; a script or test for a script or
+  test), a function for a function, a class for a class (`name_role`), never a builtin; substitutes
+  longer and shorter than the gold's target in turn (so the gold is not the option of one length rank);
 - `redundant`: the target swapped for one the run already viewed with its output shown;
 - `wrong_order`: the gold's target with the verb of another phase (editing what was not read
   yet, verifying a fix not made yet);
@@ -22,6 +24,7 @@ A candidate equal to any plan of this run, or naming the gold's own target, is n
 
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
 from collections.abc import Collection, Iterator, Sequence
@@ -205,13 +208,55 @@ class RulePlan(NamedTuple):
     kind: str
 
 
+#: File extensions by what the file holds: a wrong target file is one of the same class (a function
+#: is looked for in another code file, never in `CHANGELOG.rst`; a doc page is swapped for a doc page).
+FILE_CLASSES = {
+    "code": ("py", "pyx", "pyi", "c", "h", "cc", "cpp", "js", "ts", "sh", "bat"),
+    "doc": ("rst", "md", "txt", "html"),
+    "config": ("cfg", "toml", "ini", "json", "yaml", "yml"),
+}
+_EXT_CLASS = {ext: cls for cls, exts in FILE_CLASSES.items() for ext in exts}
+
+
 def _kind(entity: str) -> str:
     """`command` (has spaces), `path` (ends in a file extension) or `name` (function, class, module)."""
     if " " in entity.strip():
         return "command"
-    if re.search(r"\.(?:py|rst|cfg|toml|ini|txt|c|h|js|json|yaml|yml)$", entity):
+    if _file_class(entity):
         return "path"
     return "name"
+
+
+def _file_class(path: str) -> str:
+    """`code`, `doc` or `config` (`FILE_CLASSES`) by the file's extension; "" for no known one."""
+    m = re.search(r"\.(\w+)$", path)
+    return _EXT_CLASS.get(m.group(1), "") if m else ""
+
+
+def name_role(name: str, text: str) -> str:
+    """What a name is, by its shape or the evidence of `text` (the context and the gold): `class`
+    (CamelCase, `class Name`), `function` (`name()`, `def name`, a call `name(`), `module` (dotted,
+    imported, run with `python -m`, a path's top folder) or "" (a snake_case name never defined or called)."""
+    bare = name.removesuffix("()")
+    if re.search(rf"\bclass\s+{re.escape(bare)}\b", text) or re.match(
+        r"_*[A-Z][a-z]", bare.rsplit(".", 1)[-1]
+    ):
+        return "class"  # a CamelCase call makes an instance: still a class
+    if name.endswith("()") or re.search(
+        rf"(?:\bdef\s+{re.escape(bare)}\b|(?<![\w.]){re.escape(bare)}\()", text
+    ):
+        return "function"
+    if "." in bare or re.search(
+        rf"(?:\b(?:import|from)|(?<!\S)-m)\s+{re.escape(bare)}\b|(?<![\w./-]){re.escape(bare)}/[\w.-]+/", text
+    ):
+        return "module"  # dotted, imported, run with `python -m`, or the top folder of a path
+    return ""
+
+
+def _same_role(old: str, new: str) -> bool:
+    """A name of role `new` may stand for one of role `old`: the same role, or a function for a name
+    the context never shows defined or called (a function only ever for a function)."""
+    return old == new or (old == "" and new == "function")
 
 
 _NAME_OK = re.compile(r"^[A-Za-z_][\w.]*[\w)](?:\(\))?$")
@@ -227,9 +272,11 @@ _NOT_NAMES = frozenset(keyword.kwlist) | {
     "python3",
     "git",
 }
+_BUILTINS = frozenset(dir(builtins))
 _PATH_OK = re.compile(r"^[\w./-]+$")
 _SCRIPT = re.compile(
-    r"(?:^|/)(?:test|tests|repro|reproduce|check|verify|debug|demo|example)[^/]*\.py$|(?:^|/)tests?/", re.I
+    r"(?:^|/)(?:test|tests|repro|reproduce|check|verify|debug|demo|example)[^/]*\.(?:py|sh)$|(?:^|/)tests?/",
+    re.I,
 )
 
 
@@ -296,11 +343,15 @@ def _substitutes(
     tail: str,
     runs: bool,
     right: Collection[str] = (),
+    text: str = "",
 ) -> tuple[str, list[tuple[str, str]]] | None:
     """What to swap in `target` (the path a command names, or the target itself) and its substitutes,
     each `(kind, entity)`: files the run already viewed (`redundant`) first, then other entities of
     the context (`wrong_target`), never two naming one file nor one of `right` (what the resolving
-    patch changes: a plan naming it is no wrong plan); None when there is nothing to swap."""
+    patch changes: a plan naming it is no wrong plan), each of the target's own type: a file of the
+    same class (`FILE_CLASSES`; a script or test only for a script or test, a source file only for a
+    source file), a name of the same role (`name_role` in
+    `text`, the context and the gold); None when there is nothing to swap."""
     kind = _kind(target)
     old = target
     if kind == "command":  # swap the file a command names: `python3 test_a.py` -> `python3 test_b.py`
@@ -309,10 +360,20 @@ def _substitutes(
             return None
         old, kind = paths[0], "path"
 
+    script = kind == "path" and (runs or _SCRIPT.search(old) is not None)
+    role = name_role(old, text) if kind == "name" else ""
+    roles: dict[str, str] = {}
+
     def fits(e: str) -> bool:
         if _kind(e) != kind or any(_same_thing(e, t) for t in (*own, *right)) or _same_thing(e, old):
             return False
-        return not (kind == "path" and runs and not _SCRIPT.search(e))
+        if kind == "path":
+            return _file_class(e) == _file_class(old) and script == (_SCRIPT.search(e) is not None)
+        if e.removesuffix("()") in _BUILTINS:  # `list` for `_print_dict` reads as no plan at all
+            return False
+        if e not in roles:
+            roles[e] = name_role(e, text)
+        return _same_role(role, roles[e])
 
     pool = [e for e in recent if fits(e)]
     # names as frequent as the gold's in the freshest context first: a swap then changes no
@@ -400,8 +461,11 @@ def rule_plans(
     done = [v for v in reversed(viewed) if v]
     runs = clause.lower().startswith(("run ", "execute ", "rerun ", "re-run "))
     tail = "\n".join(context)[-TAIL_CHARS:]
+    text = "\n".join([*context, gold])
     swaps = [
-        s for t in targets[:3] if (s := _substitutes(t, own, recent, done, tail, runs, right)) is not None
+        s
+        for t in targets[:3]
+        if (s := _substitutes(t, own, recent, done, tail, runs, right, text)) is not None
     ]
     for old, subs in swaps[:2]:
         for kind, e in subs:

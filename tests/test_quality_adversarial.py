@@ -13,6 +13,7 @@ import json
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from generators.quality.adversarial import Settings, adversarial_filter
@@ -275,3 +276,64 @@ def test_where_the_gold_is_copied_from_the_context_filtering_keeps_a_candidate_f
             )
         else:
             assert q.reserve == () and sum(found) >= 2, q.options
+
+
+def _one_swap_reference(shown, n_texts, sims, near, pref):
+    """Item by item, slot by slot: the option sets one swap away, as the filter defines them."""
+    spare = [j for j in range(1, n_texts) if j not in shown]
+    rows, gain = [], []
+    for slot in range(1, len(shown)):
+        for j in spare:
+            others = [sims[j, s] for t, s in enumerate(shown) if t != slot]
+            if max(others) < near:
+                row = list(shown)
+                row[slot] = j
+                rows.append(row)
+                gain.append(pref[j] - pref[shown[slot]])
+    return rows, gain
+
+
+def test_one_swap_trials_are_every_reserve_text_in_every_slot_but_near_duplicates():
+    from generators.quality import adversarial as af
+
+    rng = np.random.default_rng(4)
+    questions = [_gold_similar(random.Random(k), k) for k in range(6)]
+    state = af._State(questions, af._InContext())
+    found, left_out = 0, 0
+    for i in range(len(questions)):
+        n = len(state.texts[i])
+        sims = rng.choice([0.1, 0.5, 0.5, 0.95], size=(n, n), p=[0.5, 0.2, 0.2, 0.1])  # ties at the top
+        rows, gain = af._all_trials(state, i, sims, 0.9)
+        want_rows, want_gain = _one_swap_reference(state.shown[i], n, sims, 0.9, state.preferred[i])
+        assert rows.tolist() == want_rows and gain.tolist() == want_gain
+        found += len(want_rows)
+        left_out += (n - len(state.shown[i])) * (len(state.shown[i]) - 1) - len(want_rows)
+    assert found > 0 and left_out > 0  # some swaps kept, some refused as near-duplicates
+
+
+def test_first_swaps_scored_together_are_those_scored_item_by_item(monkeypatch):
+    from generators.quality import adversarial as af
+    from generators.quality.scorers import item_views, suite_features, task_grams
+
+    rng = random.Random(8)
+    questions = [_gold_runs_last(rng, k) for k in range(24)] + [_gold_longest(rng, k + 100) for k in range(6)]
+    questions = [
+        q.model_copy(update={"distractors": q.distractors[:2]}) if k % 3 == 0 else q
+        for k, q in enumerate(questions)
+    ]  # items with 3 and with 4 options
+    state = af._State(questions, af._InContext())
+    items = state.items()
+    views = item_views(items, 3, salt=(1, 0), features=suite_features(items, task_grams(items)))
+    nb = af._NaiveBayes(state).fit(state, (1, 0), 3)
+    scores = [af._item_scores(state, i, views[i], {}, nb) for i in range(len(items))]
+    monkeypatch.setattr(af, "_TRIAL_CHUNK", 40)  # several chunks per option count
+    first = af._first_swaps(state, scores, views, 0.9)
+    assert {len(s) for s in state.shown} == {3, 4}
+    for i in range(len(items)):
+        trials, pref = af._trials(state, i, views[i].chars, 0.9)
+        got, soft, now = first[i][2], first[i][3], first[i][4]
+        np.testing.assert_array_equal(first[i][0], trials)
+        np.testing.assert_array_equal(first[i][1], pref)
+        np.testing.assert_array_equal(got, af.trial_credits(scores[i], trials))
+        np.testing.assert_array_equal(soft, af._soft(scores[i], trials))
+        assert now == af._soft(scores[i], np.array([state.shown[i]]))[0]

@@ -122,3 +122,41 @@ def test_owner_lookup_finds_each_texts_count_in_its_owners_context(monkeypatch, 
         rows = np.repeat(np.arange(40), np.diff(texts.indptr))
         expected = contexts.toarray()[owner[rows], texts.indices]
         np.testing.assert_array_equal(grams.owner_lookup(texts, contexts, owner), expected)
+
+
+@pytest.mark.parametrize("dense", [False, True], ids=["sorted ids", "WIDTH tables"])
+@pytest.mark.parametrize("max_features", [None, 12])
+def test_a_weighted_fit_on_distinct_rows_is_the_fit_on_the_rows_repeated(monkeypatch, dense, max_features):
+    # a candidate offered to many items is counted once and weighs as often as it occurs
+    if dense:
+        monkeypatch.setattr(grams, "_DENSE_FROM", 0)
+    docs = ["parse the quoted field", "split the header row", "parse the quoted field twice", "a b c"]
+    times = np.array([3, 1, 2, 5])
+    repeated = [d for d, t in zip(docs, times, strict=True) for _ in range(t)]
+    for unit in ("word", "char"):
+        once, every = grams.counts(unit, docs), grams.counts(unit, repeated)
+        a = grams.Tfidf(min_df=2, max_features=max_features).fit(once, weights=times)
+        b = grams.Tfidf(min_df=2, max_features=max_features).fit(every)
+        assert a.columns.tolist() == b.columns.tolist()
+        np.testing.assert_array_equal(a.idf, b.idf)
+        rows = a.transform(once)[np.repeat(np.arange(len(docs)), times)]
+        assert (rows != b.transform(every)).nnz == 0
+        if max_features is not None:
+            assert len(a.columns) == max_features  # the cut by total count sees the weights too
+
+
+def test_shown_texts_keep_their_distinct_rows_and_character_similarities():
+    items = [it._replace(texts=(*it.texts, "a candidate offered to every item")) for it in _items()]
+    counted = task_grams(items)
+    assert counted.distinct is not None and counted.inverse is not None
+    assert counted.distinct["word"].shape[0] == counted.texts["word"].shape[0] - len(items) + 1
+    for unit in ("word", "char"):  # every row is its distinct text's counts
+        assert (counted.texts[unit] != counted.distinct[unit][counted.inverse]).nnz == 0
+    sims = [np.arange(len(it.texts) ** 2, dtype=float).reshape(len(it.texts), -1) for it in items]
+    picks = [(0, 5, 4) if k % 2 else (5, 1) for k in range(len(items))]
+    sub = counted._replace(chars=sims).shown(picks)
+    assert sub.distinct is not None and sub.inverse is not None and sub.chars is not None
+    for unit in ("word", "char"):
+        assert (sub.texts[unit] != sub.distinct[unit][sub.inverse]).nnz == 0
+    for c, s, p in zip(sub.chars, sims, picks, strict=True):
+        np.testing.assert_array_equal(c, s[np.ix_(p, p)])

@@ -24,11 +24,15 @@ verbatim in its context, so where the reserve holds a candidate found there too,
 and never swaps the last of them out; an item with no such candidate is not filtered (its count is
 `left_to_gates`) and the gate drops it.
 
-Cost: every text and context of a task is analysed once (`scorers.task_grams`: hashed gram counts,
+Cost: every distinct text and every context of a task is analysed once (`scorers.task_grams`:
+hashed gram counts, TF-IDF fitted and applied once per distinct text weighing as often as it occurs,
 and each text's context cosines, which do not depend on the other options shown); rounds refit the
-linear models on those counts (three folds; the closing measurement is the audit's own five), the naive Bayes is a sparse
-product, and swaps are scored item by item with numpy over all the item's trial option sets. Memory
-is the non-zeros of the counts (never an items x vocabulary dense matrix).
+linear models on those counts (three folds; the closing measurement is the audit's own five, reusing
+the character similarities and structure kinds already found), the naive Bayes is a sparse
+product, and a round's first swaps are scored for all items together (items with as many options
+stacked, a bounded number of trials at a time: every item's options are still as the round found
+them), later swaps item by item. Memory is the non-zeros of the counts (never an items x
+vocabulary dense matrix).
 
 Deterministic: items are visited in an order seeded by `seed`, round and item id; ties between
 swaps go to the candidate the generator preferred (reserve order); the learned scorers use
@@ -435,7 +439,12 @@ def _soft(sc: _Scores, trials: np.ndarray) -> np.ndarray:
     """Per trial: over the learned rules, the share of distractors scored below the gold (ties half),
     summed. A graded view of what a refitted model would still find (0.5 per rule when nothing sets
     the gold apart), where the 0/1 credit of the argmax moves only when the top option changes."""
-    values = sc.independent[trials][:, :, _LEARNED]  # m x k x learned
+    return _soft_values(sc.independent[trials])
+
+
+def _soft_values(independent: np.ndarray) -> np.ndarray:
+    """`_soft` of option sets given their options' independent scores (m x k x rules)."""
+    values = independent[:, :, _LEARNED]  # m x k x learned
     gold = values[:, :1, :]
     rest = values[:, 1:, :]
     below = (rest < gold - 1e-9).mean(axis=1) + 0.5 * (np.abs(rest - gold) <= 1e-9).mean(axis=1)
@@ -453,22 +462,100 @@ def _trials(state: _State, i: int, chars: np.ndarray, near: float) -> tuple[np.n
 
 def _all_trials(state: _State, i: int, chars: np.ndarray, near: float) -> tuple[np.ndarray, np.ndarray]:
     """Every option set one swap away from item `i`'s (a reserve text in a distractor's slot, never a
-    near-duplicate of the other shown options), and the gain in better-sourced distractors of each."""
-    shown = state.shown[i]
+    near-duplicate of the other shown options), slot by slot in reserve order, and the gain in
+    better-sourced distractors of each."""
+    shown = np.asarray(state.shown[i], dtype=np.int64)
     k = len(shown)
-    spare = np.array([j for j in range(1, len(state.texts[i])) if j not in shown], dtype=np.int64)
+    taken = np.zeros(len(state.texts[i]), dtype=bool)
+    taken[shown] = True
+    taken[0] = True
+    spare = np.flatnonzero(~taken)
     if not len(spare) or k < 2:
         return np.zeros((0, k), dtype=np.int64), np.zeros(0)
     sims = chars[np.ix_(spare, shown)]  # spare x shown
+    # each spare's highest similarity to the shown options other than the one in a slot: the
+    # highest overall, or the second highest where the slot's own option is the highest
+    top = sims.argmax(axis=1)
+    first = sims[np.arange(len(spare)), top]
+    second = np.sort(sims, axis=1)[:, -2] if k > 1 else np.full(len(spare), -np.inf)
+    others = np.where(np.arange(k)[None, :] == top[:, None], second[:, None], first[:, None])
+    slot, at = np.nonzero((others[:, 1:] < near).T)  # slot-major, spares in reserve order
+    slot = slot + 1
+    rows = np.tile(shown, (len(slot), 1))
+    rows[np.arange(len(slot)), slot] = spare[at]
     pref = np.asarray(state.preferred[i])
-    rows, gain = [], []
-    for slot in range(1, k):
-        ok = spare[np.delete(sims, slot, axis=1).max(axis=1) < near]
-        block = np.tile(np.asarray(shown, dtype=np.int64), (len(ok), 1))
-        block[:, slot] = ok
-        rows.append(block)
-        gain.append(pref[ok] - pref[shown[slot]])
-    return np.vstack(rows), np.concatenate(gain)
+    return rows, (pref[spare[at]] - pref[shown[slot]]).astype(float)
+
+
+#: Trials (option sets) scored together when the first swaps of a round are scored in one go.
+_TRIAL_CHUNK = 16_384
+
+
+def _first_swaps(
+    state: _State, scores: Sequence[_Scores], views: Sequence[ItemView], near: float
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]]:
+    """Per item, what its first swap of a round chooses from (`_trials`, their credits, `_soft` of
+    each and of the shown options), for all items at once: at a round's start every item's shown
+    options are as the round found them, so these are the same as scored one item at a time
+    when its turn comes. Items with as many options are scored together, a bounded number of
+    trials at a time."""
+    n = len(state.shown)
+    trials = [_trials(state, i, views[i].chars, near) for i in range(n)]
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]] = [
+        (t, g, np.zeros((0, len(_ORDER))), np.zeros(0), 0.0) for t, g in trials
+    ]
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, sh in enumerate(state.shown):
+        if len(trials[i][0]):
+            groups[len(sh)].append(i)
+    for idx in groups.values():
+        chunk: list[int] = []
+        size = 0
+        for i in [*idx, -1]:
+            if i >= 0 and (size + len(trials[i][0]) <= _TRIAL_CHUNK or not chunk):
+                chunk.append(i)
+                size += len(trials[i][0])
+                continue
+            _score_chunk(state, scores, trials, chunk, out)
+            chunk, size = ([i], len(trials[i][0])) if i >= 0 else ([], 0)
+    return out
+
+
+def _score_chunk(
+    state: _State,
+    scores: Sequence[_Scores],
+    trials: Sequence[tuple[np.ndarray, np.ndarray]],
+    chunk: Sequence[int],
+    out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]],
+) -> None:
+    if not chunk:
+        return
+    rows = [trials[i][0] for i in chunk]
+    now = [np.asarray(state.shown[i], dtype=np.int64)[None, :] for i in chunk]
+    picks = [np.vstack([r, w]) for r, w in zip(rows, now, strict=True)]  # the trials, then the shown set
+    sizes = [len(p) for p in picks]
+    grids = [(p[:, :, None], p[:, None, :]) for p in picks]
+    independent = np.concatenate([scores[i].independent[p] for i, p in zip(chunk, picks, strict=True)])
+    got = _credits(
+        independent,
+        np.concatenate([scores[i].tokens[g] for i, g in zip(chunk, grids, strict=True)]),
+        np.concatenate([scores[i].chars[g] for i, g in zip(chunk, grids, strict=True)]),
+        np.concatenate([scores[i].signature[p] for i, p in zip(chunk, picks, strict=True)]),
+        np.concatenate([scores[i].nb_text[p] for i, p in zip(chunk, picks, strict=True)]),
+        np.repeat(np.stack([scores[i].nb_rank for i in chunk]), sizes, axis=0),
+        np.concatenate([scores[i].lines[p] for i, p in zip(chunk, picks, strict=True)]),
+    )
+    soft = _soft_values(independent)
+    at = 0
+    for i, m in zip(chunk, sizes, strict=True):
+        out[i] = (
+            trials[i][0],
+            trials[i][1],
+            got[at : at + m - 1],
+            soft[at : at + m - 1],
+            float(soft[at + m - 1]),
+        )
+        at += m
 
 
 class _Band:
@@ -594,17 +681,21 @@ def _filter(
         band = _Band(lo, hi, n, settings)
         order = sorted(range(n), key=lambda i: content_id(seed, "af", rnd, state.questions[i].item_id))
         swaps = 0
+        first = _first_swaps(state, scores, views, settings.near_duplicate)
         for i in order:
-            for _ in range(settings.swaps_per_item):
-                trials, pref = _trials(state, i, views[i].chars, settings.near_duplicate)
+            for turn in range(settings.swaps_per_item):
+                if turn == 0:
+                    trials, pref, got, soft, now_soft = first[i]
+                else:
+                    trials, pref = _trials(state, i, views[i].chars, settings.near_duplicate)
                 if not len(trials):
                     break
-                got = trial_credits(scores[i], trials)
+                if turn:
+                    got = trial_credits(scores[i], trials)
+                    soft = _soft(scores[i], trials)
+                    now_soft = float(_soft(scores[i], np.array([state.shown[i]]))[0])
                 scored += len(trials)
-                now = np.array([state.shown[i]])
-                best = band.pick(
-                    acc, credits[i], got, pref, _soft(scores[i], trials), _soft(scores[i], now)[0]
-                )
+                best = band.pick(acc, credits[i], got, pref, soft, now_soft)
                 if best is None:
                     break
                 state.shown[i] = trials[best].tolist()
@@ -617,7 +708,7 @@ def _filter(
     kept = list(range(n))
     problems: list[Problem] = []
     if n:
-        final = _measure(state, bounds, counted)
+        final = _measure(state, bounds, counted._replace(chars=features.chars if features else None))
         per_item = [{name: final.scores[name][i] for name in RULES} for i in range(n)]
         after = {name: final.accuracy[name] for name in RULES}
         before = before or after

@@ -184,23 +184,35 @@ class Tfidf:
         self.idf = np.zeros(0)
         self._at: np.ndarray | None = None
 
-    def fit(self, *blocks: sparse.csr_matrix) -> Tfidf:
-        """Fit on the rows of every block (each a count matrix of `WIDTH` columns)."""
+    def fit(self, *blocks: sparse.csr_matrix, weights: np.ndarray | None = None) -> Tfidf:
+        """Fit on the rows of every block (each a count matrix of `WIDTH` columns); `weights` (one
+        block): how many documents each row stands for (the same fit as its rows repeated)."""
         every = np.concatenate([b.indices for b in blocks]) if blocks else np.zeros(0, np.int32)
+        times = None
+        if weights is not None:
+            (block,) = blocks
+            times = np.repeat(np.asarray(weights, dtype=np.float64), np.diff(block.indptr))
         dense = len(every) > _DENSE_FROM  # counting into `WIDTH` bins beats sorting the ids
         if dense:
-            df = np.bincount(every, minlength=WIDTH)
+            df = np.bincount(every, weights=times, minlength=WIDTH)
             cols = np.flatnonzero(df)
             df = df[cols]
-        else:
+        elif times is None:
             cols, inverse, df = np.unique(every, return_inverse=True, return_counts=True)
+        else:
+            cols, inverse = np.unique(every, return_inverse=True)
+            df = np.bincount(inverse, weights=times, minlength=len(cols))
+        if times is not None:
+            df = df.round().astype(np.int64)  # whole documents: the same counts as repeated rows
         keep = df >= max(1, self.min_df)
         if self.max_features is not None and int(keep.sum()) > self.max_features:
-            weights = np.concatenate([b.data for b in blocks])
+            mass = np.concatenate([b.data for b in blocks])
+            if times is not None:
+                mass = mass * times
             if dense:
-                total = np.bincount(every, weights=weights, minlength=WIDTH)[cols]
+                total = np.bincount(every, weights=mass, minlength=WIDTH)[cols]
             else:
-                total = np.bincount(inverse, weights=weights, minlength=len(cols))
+                total = np.bincount(inverse, weights=mass, minlength=len(cols))
             kept = np.flatnonzero(keep)
             top = np.sort(kept[np.lexsort((cols[kept], -total[kept]))[: self.max_features]])
             keep = np.zeros(len(cols), dtype=bool)
@@ -208,7 +220,7 @@ class Tfidf:
         cols, df = cols[keep], df[keep]
         if not len(cols):
             raise ValueError("empty vocabulary: no gram is frequent enough")
-        n_docs = sum(b.shape[0] for b in blocks)
+        n_docs = sum(b.shape[0] for b in blocks) if weights is None else int(np.sum(weights))
         self.columns = cols.astype(np.int64)
         self.idf = np.log((1 + n_docs) / (1 + df)) + 1.0
         self._at = None

@@ -135,6 +135,13 @@ class TaskGrams(NamedTuple):
     """For (word, full) and (char, tail): per stored count of `texts[unit]`, whether the gram is in
     the text's item's context part (what the context+option classifier shares with the context)."""
     offsets: np.ndarray
+    chars: Sequence[np.ndarray] | None = None
+    """Per item, its texts' pairwise `char_similarity` when a scoring has them already (`shown`
+    keeps the picked rows and columns: a pair's similarity does not depend on the other texts)."""
+    distinct: dict[str, sparse.csr_matrix] | None = None
+    """Per unit: the counts of each distinct text once (a candidate is offered to many items)."""
+    inverse: np.ndarray | None = None
+    """Per row of `texts`: its row in `distinct` (what depends on a text alone is computed once)."""
 
     def shown(self, picks: Sequence[Sequence[int]]) -> TaskGrams:
         """The same for items that show only `picks[i]` of their texts (in that order)."""
@@ -145,11 +152,18 @@ class TaskGrams(NamedTuple):
         for (u, part), values in self.in_context.items():
             m = self.texts[u]
             inside[(u, part)] = sparse.csr_matrix((values, m.indices, m.indptr), shape=m.shape)[rows].data
+        distinct, inverse = None, None
+        if self.distinct is not None and self.inverse is not None:
+            keep, inverse = np.unique(self.inverse[rows], return_inverse=True)
+            distinct = {u: m[keep] for u, m in self.distinct.items()}
         return TaskGrams(
             {u: m[rows] for u, m in self.texts.items()},
             {k: v[rows] for k, v in self.cosines.items()},
             inside,
             at,
+            None if self.chars is None else [c[np.ix_(p, p)] for c, p in zip(self.chars, picks, strict=True)],
+            distinct,
+            None if inverse is None else inverse.astype(np.int64),
         )
 
 
@@ -162,7 +176,10 @@ def task_grams(items: Sequence[Item]) -> TaskGrams:
     texts = [t for it in items for t in it.texts]
     at = np.array(_offsets(items), dtype=np.int64)
     owner = _owner(at)
-    counted = {u: grams.counts(u, texts) for u in LEXICAL_UNITS}
+    ids: dict[str, int] = {}
+    inverse = np.array([ids.setdefault(t, len(ids)) for t in texts], dtype=np.int64)
+    distinct = {u: grams.counts(u, list(ids)) for u in LEXICAL_UNITS}
+    counted = {u: m[inverse] for u, m in distinct.items()}
     pairs = [(unit, part) for unit in LEXICAL_UNITS for part in CONTEXT_PARTS]
 
     def score(pair: tuple[str, str]) -> tuple[np.ndarray, np.ndarray | None]:
@@ -176,7 +193,7 @@ def task_grams(items: Sequence[Item]) -> TaskGrams:
         cosines[f"{unit}_{part}"] = cos
         if present is not None:
             inside[(unit, part)] = present
-    return TaskGrams(counted, cosines, inside, at)
+    return TaskGrams(counted, cosines, inside, at, None, distinct, inverse)
 
 
 def _offsets(items: Sequence[Item]) -> list[int]:
@@ -251,13 +268,19 @@ def step_kind(step: str) -> str:
     return "other"
 
 
+@lru_cache(maxsize=1 << 14)
+def step_kinds(text: str) -> tuple[str, ...]:
+    """The kind of every step of a step-list option (empty when it is none), cached: the features,
+    the signature and every scoring of a task (filtering's rounds, then the audit) ask again."""
+    return tuple(step_kind(s) for s in plan_steps(text))
+
+
 def structure_features(text: str) -> dict[str, float]:
     """(e): structural features of one option (empty when it has none)."""
     feats: dict[str, float] = {}
-    steps = plan_steps(text)
-    if steps:
-        kinds = [step_kind(s) for s in steps]
-        feats["steps"] = float(len(steps))
+    kinds = step_kinds(text)
+    if kinds:
+        feats["steps"] = float(len(kinds))
         feats[f"first={kinds[0]}"] = 1.0
         feats[f"last={kinds[-1]}"] = 1.0
         for kind, n in Counter(kinds).items():
@@ -279,11 +302,10 @@ def structure_features(text: str) -> dict[str, float]:
 
 def structure_signature(text: str) -> tuple[object, ...]:
     """What `structure_odd` / `structure_modal` compare: step count and kind order, or files and hunks."""
-    steps = plan_steps(text)
-    if steps:
-        kinds = [step_kind(s) for s in steps]
+    kinds = step_kinds(text)
+    if kinds:
         order = tuple(k for i, k in enumerate(kinds) if i == 0 or kinds[i - 1] != k)
-        return ("plan", len(steps), kinds[0], kinds[-1], order)
+        return ("plan", len(kinds), kinds[0], kinds[-1], order)
     hunks = len(_HUNK.findall(text))
     files = len(_FILE.findall(text))
     return ("patch", files, hunks) if hunks or files else ()
@@ -357,8 +379,16 @@ class Featuriser:
             return sparse.csr_matrix((len(texts), 0)), self.dicts.transform(feats).toarray()
         counted = counted if counted is not None else task_grams(items)
         try:
-            chars = self.char.fit(counted.texts["char"]).transform(counted.texts["char"])
-            words = self.words.fit(counted.texts["word"]).transform(counted.texts["word"])
+            if counted.distinct is not None and counted.inverse is not None:
+                # fitted and transformed once per distinct text, each weighing as often as it occurs
+                inv = counted.inverse
+                dc, dw = counted.distinct["char"], counted.distinct["word"]
+                times = np.bincount(inv, minlength=dc.shape[0])
+                chars = self.char.fit(dc, weights=times).transform(dc)[inv]
+                words = self.words.fit(dw, weights=times).transform(dw)[inv]
+            else:
+                chars = self.char.fit(counted.texts["char"]).transform(counted.texts["char"])
+                words = self.words.fit(counted.texts["word"]).transform(counted.texts["word"])
         except ValueError:
             self.ok = False
             return sparse.csr_matrix((len(texts), 0)), np.zeros((len(texts), 0))
@@ -539,7 +569,7 @@ def suite_features(items: Sequence[Item], counted: TaskGrams | None = None) -> S
     lex = lexical_scores(items, counted)
     return SuiteFeatures(
         lex,
-        [char_similarity(it.texts) for it in items],
+        list(counted.chars) if counted.chars is not None else [char_similarity(it.texts) for it in items],
         [[structure_signature(t) for t in it.texts] for it in items],
         {
             name: featurise(items, kind, lexical=lex if kind == "pair" else None, counted=counted)

@@ -179,12 +179,10 @@ def test_patch_mutations_are_plausible_wrong_fixes_of_the_gold_file():
     source = [f for f in two if not f.is_test]
     made = patch_mutations(source, {})
     kinds = {k for k, _ in made}
-    assert {"partial_fix", "reverted_condition", "reversed_change", "kept_old_line", "double"} <= kinds
-    reversed_ = next(text for kind, text in made if kind == "reversed_change")
-    body = parse_patch(reversed_)[0].hunks[0].lines
-    assert body.index("-    return a / b if b != 0 else None") < body.index(
-        "+    return a // b"
-    )  # `-` first, as git
+    assert {"partial_fix", "reverted_condition", "kept_old_line", "double"} <= kinds
+    # the change made the other way removes lines the file does not have: a patch that does not apply
+    assert "reversed_change" not in kinds
+    assert not [t for _, t in made if "-    return a / b if b != 0 else None" in t]
     reverted = next(text for kind, text in made if kind == "reverted_condition")
     assert "b == 0" in reverted and parse_patch(reverted)[0].hunks[0].render().startswith("@@ -7,7 +7,8 @@")
     gold = render_patch(source)
@@ -380,11 +378,12 @@ def test_off_by_one_moves_lengths_ranges_and_indexes():
 def test_a_pure_insertion_gets_a_dropped_line_and_a_wrong_variable_and_is_never_the_option_with_most_lines():
     insert = (
         OPS_HEADER
-        + """@@ -7,5 +7,7 @@ def div(a, b):
+        + """@@ -7,5 +7,8 @@ def div(a, b):
  line 7
      total = sum(values)
 +    if count == 0:
 +        count = len(values)
++        total = total or 0
      mean = total / count
      return mean
 """
@@ -392,7 +391,9 @@ def test_a_pure_insertion_gets_a_dropped_line_and_a_wrong_variable_and_is_never_
     made = patch_mutations(parse_patch(insert), {})
     kinds = {k for k, _ in made}
     dropped = next(t for k, t in made if k == "dropped_line")
-    assert "+        count = len(values)\n-    mean = total / count\n" in dropped
+    assert "+        total = total or 0\n-    mean = total / count\n" in dropped
+    # a partial fix never drops the `if` of its body (an orphaned indented line does not parse)
+    assert all("+    if " in t for _, t in made if "+        count = len" in t)
     # the variable the insertion acts on swapped for another one of its context (never `self`, `len`)
     assert any(k == "wrong_name" and "if total == 0:" in t for k, t in made)
     assert not any("self" in t or "len == 0" in t for _, t in made)
@@ -535,3 +536,49 @@ def test_script_mutations_flip_a_flag_of_a_call_spread_over_lines_and_a_call_onl
     assert any("print(Mul(x, Max(0, y), evaluate=False)" in t for t in texts)  # the order that works
     assert any("print(Mul(Max(0, y), x, evaluate=True)" in t for t in texts)
     assert not any("flush=False" in t for t in texts)  # the print's own flag changes nothing
+
+
+def test_patch_mutations_of_a_python_file_never_leave_code_that_does_not_parse():
+    from extractors.swe_issue_fix.mutations import parse_window, parses
+
+    patch = (
+        OPS_HEADER
+        + """@@ -20,9 +20,11 @@ def evalf(x, prec):
+         elif re.is_number:
+             re = re._to_mpmath(prec)
+             reprec = prec
++        else:
++            raise NotImplementedError
+         if im == 0:
+             im = None
+             imprec = None
+         r = re, im, reprec, imprec
+     except AttributeError:
+"""
+    )
+    files = parse_patch(patch)
+    (hunk,) = files[0].hunks
+    assert parse_window(hunk) == (1, 1)  # cut inside `try:` and `if ...: elif`: their ends left out
+    assert parses(hunk, (1, 1)) and not parses(hunk)
+    made = patch_mutations(files, {})
+    assert made
+    for _, text in made:
+        (h,) = parse_patch(text)[0].hunks
+        assert parses(h, (1, 1)), text
+    # dropping the raise leaves an `else:` with no body
+    assert not any("+        else:\n         if im" in t for _, t in made)
+
+
+def test_script_mutations_flip_a_positional_flag_swap_later_arguments_and_unwrap_a_made_value():
+    script = (
+        "import xarray as xr\n"
+        "from django.utils.translation import gettext_lazy as _\n"
+        "t.set_antialiased(True)\n"
+        "out = xr.where(x > 0, 1, 0, keep_attrs=True)\n"
+        "lazy = _('DATE_FORMAT')\n"
+        "print(get_format(lazy), out)\n"
+    )
+    texts = {t for _, t in script_mutations(script)}
+    assert any("t.set_antialiased(False)" in t for t in texts)
+    assert any("xr.where(x > 0, 0, 1, keep_attrs=True)" in t for t in texts)
+    assert any("lazy = 'DATE_FORMAT'\n" in t for t in texts)  # the plain string, not the lazy one

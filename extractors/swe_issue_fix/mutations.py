@@ -13,7 +13,6 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
   change on the wrong variable);
 - `extra_name`: an added statement kept and repeated on another name of the hunk (the right
   change, and the same change where it does not belong);
-- `reversed_change`: the hunk's removed and added lines exchanged (the change made the other way);
 - `kept_old_line`: the new lines added but the old ones kept (the old code still runs);
 - `dropped_line`: the new lines added and the statement right after them removed (the fix
   deletes a line it needed);
@@ -22,6 +21,10 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
   indentation in another function) - the right change in the wrong function;
 - `double`: two of the above at once, two per base, so the gold is not the one option all others
   are one edit away from (a base and its doubles cluster around the base).
+No variant is the gold's hunk made the other way (its added lines removed: a patch that does not
+even apply to the file the issue is about). In a Python file, a variant whose changed hunk no longer
+parses where the gold's does (`parse_window`: the hunk's new lines, dedented, cut ends of context
+left out, a block left open closed with `pass`; the variant cut the same way) is dropped: a kept old `if` or a dropped block body is a syntax error, no plausible fix.
 Only code is mutated: a comment, a docstring or doctest line changed, a hunk that only deletes or
 only adds imports dropped, an old import kept, leave the gold's behaviour (no distractor). The
 variants come longer and not longer than the gold in turn (each group in the kinds' turn), those
@@ -31,9 +34,10 @@ Script mutations (`test_patch`): the check that tells the bug reverted (the last
 setup guards such as `if __name__` or `settings.configured` are never it), the triggering input
 changed (an integer of a check, an expected value or an index by one, a string argument for
 another of the script's, a flag argument of a value read later or of a call spread over lines
-flipped: `changed_input`), the triggering call's first two arguments exchanged (or a print's, when
-prints are the checks: `swapped_args`; a call made inside a print when the script makes none
-outside one), a check or print
+flipped, or a positional `True`/`False` of a call; a value a lowercase helper makes from a literal
+replaced by the literal, `_('DATE_FORMAT')` -> `'DATE_FORMAT'`: `changed_input`), the triggering
+call's first two arguments exchanged, or two plain ones after them (or a print's, when prints are
+the checks: `swapped_args`; a call made inside a print when the script makes none outside one), a check or print
 made on another variable of the script (`wrong_name`, never a word of a message), two adjacent
 statements swapped where the order matters (`swapped_steps`), and pairs of those clustered around
 a base (`double`); one statement dropped comes last (it shortens the script, so it would make the
@@ -43,6 +47,7 @@ Every variant differs from the gold and from every other variant.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import keyword
 import re
@@ -151,10 +156,8 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
             for k in _dropped_lines(h.lines):
                 lines = (*h.lines[:k], "-" + h.lines[k][1:], *h.lines[k + 1 :])
                 yield "dropped_line", _with_hunk(files, i, j, h._replace(lines=lines))
-            if any(ln[:1] == "-" for ln in h.lines) and added:
-                flipped = _flipped(h.lines)
-                yield "reversed_change", _with_hunk(files, i, j, h._replace(lines=flipped))
-                # an old import or docstring line kept changes nothing: only kept old code is wrong
+            # an old import or docstring line kept changes nothing: only kept old code is wrong
+            if any(ln[:1] == "-" for ln in h.lines) and added:  # noqa: SIM102
                 if any(
                     _does_something(ln[1:]) and not _IMPORT.match(ln[1:]) for ln in h.lines if ln[:1] == "-"
                 ):
@@ -217,20 +220,6 @@ def _does_something(line: str) -> bool:
         s.endswith(":")
         or re.search(r"[=()\[\]{}]|^(?:return|raise|yield|pass|break|continue|del|assert)\b", s) is not None
     )
-
-
-def _flipped(lines: Sequence[str]) -> tuple[str, ...]:
-    """The hunk made the other way: added lines removed and removed lines added, `-` before `+` as git writes."""
-    out: list[str] = []
-    block: list[str] = []
-    for ln in [*lines, " "]:
-        if ln[:1] in "+-":
-            block.append({"-": "+", "+": "-"}[ln[:1]] + ln[1:])
-            continue
-        out += [b for b in block if b[:1] == "-"] + [b for b in block if b[:1] == "+"]
-        block = []
-        out.append(ln)
-    return tuple(out[:-1])
 
 
 #: Names no plausible wrong variable is: `self = [...]` for `names = [...]` reads as a typo, not a bug.
@@ -331,11 +320,12 @@ def patch_mutations(
     # the base, not the gold (the one option every single mutation is one edit away from)
     doubles = [("double", d) for _, base in singles[:8] for d in _doubles(base, gold)]
     out: dict[str, str] = {}
+    windows: dict[Hunk, tuple[int, int] | None] = {}
     for n, (kind, variant) in enumerate(singles):
         pairs = [(kind, variant)] + ([doubles[n - 1]] if 0 < n <= len(doubles) else [])
         for k, v in pairs:
             text = render_patch(v) if v else ""
-            if v and text != gold and text not in out:
+            if v and text != gold and text not in out and not _breaks_syntax(files, v, windows):
                 out[text] = k
         if len(out) >= limit:
             break
@@ -344,6 +334,86 @@ def patch_mutations(
     return _balance_lines(
         [pair for row in zip_longest(longer, rest) for pair in row if pair is not None], gold
     )
+
+
+#: How many context lines a parse check may leave out at either end of a hunk (a hunk cut inside a
+#: call, a bracket or a docstring parses once its cut ends are left out).
+_TRIM = 6
+
+
+def _region(lines: Sequence[str], head: int, tail: int) -> str | None:
+    """The new lines of a hunk (context and added) as a Python module: up to `head` / `tail` context
+    lines left out at the ends (never an added one), dedented to their least indentation, each
+    indentation the first line is deeper than opened by an `if True:` above it, a last line opening
+    a block given a `pass` body; None when the ends to leave out are not context."""
+    body = list(lines)
+    if (head and any(ln[:1] != " " for ln in body[:head])) or (
+        tail and any(ln[:1] != " " for ln in body[-tail:])
+    ):
+        return None
+    body = [ln[1:] for ln in body[head : len(body) - tail] if ln[:1] in " +"]
+    code = [ln for ln in body if ln.strip()]
+    if not code:
+        return ""
+    least = min(len(ln) - len(ln.lstrip()) for ln in code)
+    body = [ln[least:] if ln.strip() else "" for ln in body]
+    depth = len(code[0]) - len(code[0].lstrip()) - least
+    levels = sorted({len(ln) - len(ln.lstrip()) for ln in body if ln.strip()} | {0})
+    headers = [" " * n + "if True:" for n in levels if n < depth]
+    last = next(ln for ln in reversed(body) if ln.strip())
+    if _code_only(last).split("#", 1)[0].rstrip().endswith(":"):
+        body.append(" " * (len(last) - len(last.lstrip()) + 4) + "pass")
+    return "\n".join([*headers, *body])
+
+
+def _parses(code: str | None) -> bool:
+    if code is None:
+        return False
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def parse_window(hunk: Hunk) -> tuple[int, int] | None:
+    """The fewest context lines to leave out at the start and the end of `hunk` for its new lines to
+    parse as Python (`_region`), or None when no such cut parses."""
+    cuts = sorted(((a, b) for a in range(_TRIM + 1) for b in range(_TRIM + 1)), key=lambda ab: (sum(ab), ab))
+    return next((ab for ab in cuts if _parses(_region(hunk.lines, *ab))), None)
+
+
+def parses(hunk: Hunk, window: tuple[int, int] = (0, 0)) -> bool:
+    """The hunk's new lines parse as Python with `window` context lines left out at its ends."""
+    return _parses(_region(hunk.lines, *window))
+
+
+def _breaks_syntax(
+    gold: Sequence[FilePatch], variant: Sequence[FilePatch], windows: dict[Hunk, tuple[int, int] | None]
+) -> bool:
+    """A hunk of a Python file of `variant` that does not parse where the gold hunk it comes from
+    (same file and start, or the same added lines moved elsewhere) does, both cut the same way
+    (`parse_window` of the gold hunk, cached in `windows`)."""
+    by_path = {f.path: f.hunks for f in gold}
+    for f in variant:
+        if not f.path.endswith(".py"):
+            continue
+        olds = by_path.get(f.path, ())
+        for h in f.hunks:
+            if h in olds:
+                continue
+            added = [ln for ln in h.lines if ln[:1] == "+"]
+            source = next((g for g in olds if g.old_start == h.old_start), None) or next(
+                (g for g in olds if [ln for ln in g.lines if ln[:1] == "+"] == added), None
+            )
+            if source is None:
+                continue
+            if source not in windows:
+                windows[source] = parse_window(source)
+            window = windows[source]
+            if window is not None and not parses(h, window):
+                return True
+    return False
 
 
 def _balance_lines(variants: list[tuple[str, str]], gold: str) -> list[tuple[str, str]]:
@@ -581,11 +651,29 @@ def _call_edits(lines: list[str], inside: list[bool], prints: bool) -> Iterator[
             flipped = "False" if flag.group(2) == "True" else "True"
             new = line[: flag.start(2)] + flipped + line[flag.end(2) :]
             yield "changed_input", [*lines[:k], new, *lines[k + 1 :]]
-        two = _TWO_ARGS.search(line, start)
-        if two is not None and two.group(1) != two.group(2):
-            new = line[: two.start()] + f"({two.group(2)}, {two.group(1)}" + line[two.end() :]
+        else:
+            positional = _BOOL_ARG.search(_code_only(line), start)  # `t.set_antialiased(True)`
+            if positional is not None:
+                flipped = "False" if positional.group(1) == "True" else "True"
+                new = line[: positional.start(1)] + flipped + line[positional.end(1) :]
+                yield "changed_input", [*lines[:k], new, *lines[k + 1 :]]
+        two = _TWO_ARGS.search(line, start) or _NEXT_ARGS.search(_code_only(line), start)
+        if two is not None and line[two.start(1) : two.end(1)] != line[two.start(2) : two.end(2)]:
+            a, b = line[two.start(1) : two.end(1)], line[two.start(2) : two.end(2)]
+            new = line[: two.start(1)] + b + line[two.end(1) : two.start(2)] + a + line[two.end(2) :]
             yield "swapped_args", [*lines[:k], new, *lines[k + 1 :]]
+        unwrapped = _WRAPPED.match(line)
+        if unwrapped is not None and _defines_used_name(lines, k):  # the raw value, not the one made of it
+            new = line[: unwrapped.start(2)] + unwrapped.group(3) + line[unwrapped.end(2) :]
+            yield "changed_input", [*lines[:k], new, *lines[k + 1 :]]
 
+
+#: A positional True/False argument of a call (never a keyword's, `_FLAG` flips those).
+_BOOL_ARG = re.compile(r"(?<=[(,\s])(?<!=\s)(True|False)(?=\s*[,)])")
+#: Two adjacent plain arguments after the first (`where(cond, 1, 0, ...)` -> `where(cond, 0, 1, ...)`).
+_NEXT_ARGS = re.compile(r"(?<=, )([\w.]+), ([\w.]+)(?=\s*[,)])")
+#: `name = helper('literal')`: a value made by a lowercase helper (`_('DATE_FORMAT')`, a lazy string).
+_WRAPPED = re.compile(r"""^\s*([a-z_]\w*)\s*=\s*([a-z_][\w.]*\((['"][^'"\n]{1,60}['"])\))\s*$""")
 
 #: Flags of a print or a logger, whose value changes no behaviour the script checks.
 _PRINT_FLAGS = frozenset({"flush", "end", "sep", "file", "exc_info", "stack_info"})

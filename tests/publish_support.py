@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,13 +17,19 @@ from flows.publish import prepare
 from generators.offline import OfflineGenerator
 from generators.quality.balance import balance_positions
 from schemas.report import BuildReport, Counts, QualityReport
+from tests.golden_support import at_root
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def questions(samples_dir):
-    files = [(str(p), None) for p in find_inputs([samples_dir / "swe_issue_fix"])]
-    read = stages.read_stage(discover_readers(), files)
+    """The sample's questions. Read from the repository root with root-relative paths: ids hash the
+    source path, and which items the fixture accepts, hence the few-shot split, must not depend on
+    where the checkout lives (an absolute path gave some checkouts no few-shot plan item)."""
+    folder = Path(os.path.relpath(Path(samples_dir) / "swe_issue_fix", ROOT))
+    with at_root():
+        files = [(str(p), None) for p in find_inputs([folder])]
+        read = stages.read_stage(discover_readers(), files)
     kept = stages.label_and_keep(read.trajectories, {}, read.verdicts, frozenset({"swe"}), keep_unknown=False)
     ext = discover_extractors()["swe_issue_fix"]()
     golds, _ = stages.extract_stage(

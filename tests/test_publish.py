@@ -103,6 +103,7 @@ def test_lm_eval_loads_both_protocols_with_demos_from_the_fewshot_split(reviewed
     docs = list(plan_task.test_docs())
     assert len(docs) == plan.counts["issue_fix_plan"]
     demos = list(plan_task.fewshot_docs())
+    assert manifest["fewshot"]["issue_fix_plan"]  # else lm-eval would fall back on the test docs
     assert {d["item_id"] for d in demos} == set(manifest["fewshot"]["issue_fix_plan"])
     assert not {d["trajectory_id"] for d in demos} & {d["trajectory_id"] for d in docs}
     doc = docs[0]

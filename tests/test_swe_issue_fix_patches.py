@@ -582,3 +582,25 @@ def test_script_mutations_flip_a_positional_flag_swap_later_arguments_and_unwrap
     assert any("t.set_antialiased(False)" in t for t in texts)
     assert any("xr.where(x > 0, 0, 1, keep_attrs=True)" in t for t in texts)
     assert any("lazy = 'DATE_FORMAT'\n" in t for t in texts)  # the plain string, not the lazy one
+
+
+def test_an_old_assignment_kept_before_its_new_value_is_no_distractor():
+    patch = (
+        OPS_HEADER
+        + """@@ -25,5 +25,5 @@ except ImportError:
+ import re
+ from docutils import nodes
+-docinfo_re = re.compile(':\\\\w+:.*?')
++docinfo_re = re.compile(r':\\w+:(?:\\s|$)')
+ symbols_re = re.compile(r'([!-\\-/:-@\\[-`{-~])')
+ SECTIONING_CHARS = ['=', '-', '~']
+"""
+    )
+    made = patch_mutations(parse_patch(patch), {})
+    # the old value kept before the new one changes nothing (the new assignment wins): kept after it
+    kept = [t for k, t in made if k == "kept_old_line"]
+    assert kept and all(t.index("+docinfo_re") < t.index(" docinfo_re") for t in kept)
+    assert not any(
+        " docinfo_re = re.compile(':" in t and t.index(" docinfo_re") < t.index("+docinfo_re")
+        for _, t in made
+    )

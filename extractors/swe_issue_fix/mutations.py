@@ -13,7 +13,9 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
   change on the wrong variable);
 - `extra_name`: an added statement kept and repeated on another name of the hunk (the right
   change, and the same change where it does not belong);
-- `kept_old_line`: the new lines added but the old ones kept (the old code still runs);
+- `kept_old_line`: the new lines added but the old ones kept (the old code still runs); an old
+  assignment the new lines make again is kept after them (else the new value wins: the gold
+  again), and no variant keeps one right before its new value;
 - `dropped_line`: the new lines added and the statement right after them removed (the fix
   deletes a line it needed);
 - `wrong_location`: the hunk's change applied at another place of the same file the run displayed
@@ -161,8 +163,57 @@ def _line_edits(files: Sequence[FilePatch]) -> Iterator[tuple[str, list[FilePatc
                 if any(
                     _does_something(ln[1:]) and not _IMPORT.match(ln[1:]) for ln in h.lines if ln[:1] == "-"
                 ):
-                    kept = tuple(" " + ln[1:] if ln[:1] == "-" else ln for ln in h.lines)
+                    if not _overridden(h.lines):
+                        kept = tuple(" " + ln[1:] if ln[:1] == "-" else ln for ln in h.lines)
+                    else:  # the old value kept after the new one: it wins, the fix has no effect
+                        kept = _old_after_new(h.lines)
                     yield "kept_old_line", _with_hunk(files, i, j, h._replace(lines=kept))
+
+
+def _overridden(lines: Sequence[str]) -> bool:
+    """Every removed line that does something is an assignment an added line after it makes again
+    (`x = old` kept before `x = new`): keeping the old lines changes nothing, the new value wins."""
+    for k, ln in enumerate(lines):
+        if ln[:1] != "-" or not _does_something(ln[1:]):
+            continue
+        names = _assigned(ln[1:])
+        indent = len(ln[1:]) - len(ln[1:].lstrip())
+        later = [m[1:] for m in lines[k + 1 :] if m[:1] == "+"]
+        if (
+            not names
+            or "." in ln[1:].split("=", 1)[0]
+            or not any(_assigned(m) == names and len(m) - len(m.lstrip()) == indent for m in later)
+        ):
+            return False
+    return True
+
+
+def _old_value_overridden(gold: Sequence[FilePatch], variant: Sequence[FilePatch]) -> bool:
+    """A line the gold removes kept right before an added line assigning the same names again (at
+    its indentation): the new value wins, the variant behaves as the gold."""
+    removed = {ln[1:] for f in gold for h in f.hunks for ln in h.lines if ln[:1] == "-"}
+    for f in variant:
+        for h in f.hunks:
+            for a, b in pairwise(h.lines):
+                if a[:1] == " " and b[:1] == "+" and a[1:] in removed and (names := _assigned(a[1:])):
+                    indent = len(a[1:]) - len(a[1:].lstrip())
+                    if _assigned(b[1:]) == names and len(b[1:]) - len(b[1:].lstrip()) == indent:
+                        return True
+    return False
+
+
+def _old_after_new(lines: Sequence[str]) -> tuple[str, ...]:
+    """Each block of removed and added lines written as the added lines, then the removed ones kept."""
+    out: list[str] = []
+    block: list[str] = []
+    for ln in [*lines, " "]:
+        if ln[:1] in "+-":
+            block.append(ln)
+            continue
+        out += [b for b in block if b[:1] == "+"] + [" " + b[1:] for b in block if b[:1] == "-"]
+        block = []
+        out.append(ln)
+    return tuple(out[:-1])
 
 
 def _dropped_lines(lines: Sequence[str]) -> Iterator[int]:
@@ -325,7 +376,13 @@ def patch_mutations(
         pairs = [(kind, variant)] + ([doubles[n - 1]] if 0 < n <= len(doubles) else [])
         for k, v in pairs:
             text = render_patch(v) if v else ""
-            if v and text != gold and text not in out and not _breaks_syntax(files, v, windows):
+            if (
+                v
+                and text != gold
+                and text not in out
+                and not _breaks_syntax(files, v, windows)
+                and not _old_value_overridden(files, v)
+            ):
                 out[text] = k
         if len(out) >= limit:
             break
@@ -347,6 +404,7 @@ def _region(lines: Sequence[str], head: int, tail: int) -> str | None:
     indentation the first line is deeper than opened by an `if True:` above it, a last line opening
     a block given a `pass` body; None when the ends to leave out are not context."""
     body = list(lines)
+    # never leave out a change or the line next to one: there a variant breaks (an orphaned body)
     if (head and any(ln[:1] != " " for ln in body[:head])) or (
         tail and any(ln[:1] != " " for ln in body[-tail:])
     ):

@@ -42,6 +42,17 @@ def _step(i, tool, args, raw, obs="ok") -> Step:
     return Step(index=i, thought="", action=Action(tool=tool, args=args, raw=raw), observation=obs)
 
 
+def _create(i: int, path: str, text: str) -> Step:
+    """The editor's `create` of a file, as SWE-agent writes it."""
+    return _step(
+        i,
+        "str_replace_editor",
+        {"command": "create", "path": path, "file_text": text},
+        f"str_replace_editor create {path}",
+        "File created",
+    )
+
+
 STEPS = [
     _step(
         0,
@@ -50,13 +61,7 @@ STEPS = [
         "str_replace_editor view /testbed/calc/ops.py",
         VIEW,
     ),
-    _step(
-        1,
-        "str_replace_editor",
-        {"command": "create", "path": "/testbed/repro.py", "file_text": SCRIPT},
-        "str_replace_editor create /testbed/repro.py",
-        "File created",
-    ),
+    _create(1, "/testbed/repro.py", SCRIPT),
     _step(2, "bash", {"command": "cd /testbed && python repro.py"}, "cd /testbed && python repro.py", "3"),
     _step(
         3,
@@ -278,21 +283,9 @@ def test_test_patch_takes_every_distinct_script_of_a_run_the_last_written_first(
     other = "from calc import div\nassert div(1, 4) == 0.25, div(1, 4)\n"
     near = SCRIPT.replace("(7, 2)", "(7, 3)")
     extra = [
-        _step(
-            1,
-            "str_replace_editor",
-            {"command": "create", "path": "/testbed/check.py", "file_text": other},
-            "str_replace_editor create /testbed/check.py",
-            "File created",
-        ),
+        _create(1, "/testbed/check.py", other),
         _step(2, "bash", {"command": "python check.py"}, "python check.py", "AssertionError"),
-        _step(
-            3,
-            "str_replace_editor",
-            {"command": "create", "path": "/testbed/repro2.py", "file_text": near},
-            "str_replace_editor create /testbed/repro2.py",
-            "File created",
-        ),
+        _create(3, "/testbed/repro2.py", near),
         _step(4, "bash", {"command": "python repro2.py"}, "python repro2.py", "2"),
     ]
     steps = [STEPS[0], *extra, *STEPS[1:]]

@@ -191,3 +191,22 @@ def test_selection_and_candidates_are_reproducible_from_the_seed():
 def test_an_unknown_task_is_a_problem_not_a_crash():
     _, problems = _golds(_traj(STEPS), "locate")
     assert [p.reason for p in problems] == ["unknown_task"]
+
+
+def test_other_runs_for_the_same_question_give_only_steps_that_repeat_a_call_already_made():
+    mine = _traj(STEPS)
+    other_steps = [
+        _step(0, "Look the bridge designer up.", "web_search", {"text": "fenwick bridge designer"}),
+        _step(1, "Try the bridge's own site.", "browse_website", {"url": "https://fenwick.example/"}),
+        _step(2, "Done.", "task_complete", {}),
+    ]
+    other = _traj(other_steps, tid="ffff" * 8, model="other-model")
+    elsewhere = _traj(other_steps, query="Who built the Orme viaduct?", tid="eeee" * 8)
+    ex = DeepResearch()
+    ex.use(DeepResearch.observe([mine, other, elsewhere]))
+    g = next(g for g in ex.extract(mine, "plan", OPTS) if isinstance(g, GoldStep) and g.step_index == 1)
+    theirs = [c for c in g.candidates if c.origin.startswith("other_run")]
+    # the repeated search (its result is already in view) only: their other browse may be as valid
+    # as the gold, and their completion would be a second completion beside the run's own
+    assert [json.loads(c.text)["planning"] for c in theirs] == ["Look the bridge designer up."]
+    assert {c.origin for c in theirs} == {"other_run:redundant_step"}

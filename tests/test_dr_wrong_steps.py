@@ -9,8 +9,11 @@ from extractors.dr.wording import listed, vague_query
 from extractors.dr.wrong_steps import (
     RunView,
     answer_guess,
+    is_completion,
     off_topic_browse,
+    one_completion,
     premature_completion,
+    same_call,
     wrong_arg,
     wrong_steps,
     wrong_tool,
@@ -139,3 +142,23 @@ def test_no_family_confesses_its_flaw_or_returns_the_gold():
             assert not [c for c in made if flaw_terms(json.dumps(c.step, ensure_ascii=False))]
             real = [c.step["planning"] in {s["planning"] for s in STEPS} for c in made]
             assert real == sorted(real, reverse=True)  # steps under the run's own planning come first
+
+
+def test_no_option_is_the_gold_call_again_and_at_most_one_completes_the_run():
+    search = _s("Search for the designer.", "web_search", text="Fenwick Bridge designer 1911")
+    again = _s("Look it up once more.", "web_search", text="fenwick bridge  designer 1911.")
+    renamed = _s("Search for the designer.", "web_search", query="Fenwick Bridge designer 1911")
+    browse = _s("Open it.", "browse_website", url="https://a.example/x", question="Who?")
+    other_question = _s(
+        "Open it for the year.", "browse_website", url="https://a.example/x", question="When?"
+    )
+    assert same_call(search, again) and same_call(browse, other_question)
+    assert not same_call(search, renamed)  # a wrong argument name is a schema fault, not the same call
+    done = _s("Terminate planning.", "task_complete")
+    near = _s("The answer is found.", "finish_task")
+    answer = _s("Answer.", "gaia_answer", answer="Margaret Hale")
+    assert all(map(is_completion, (done, near, answer))) and not is_completion(search)
+    # a completion gold: no completion option, nor the gold's own call
+    assert one_completion(done, [near, answer, again, browse]) == [2, 3]
+    # any other gold: the first completion option only
+    assert one_completion(search, [again, done, renamed, near, answer, browse]) == [1, 2, 5]

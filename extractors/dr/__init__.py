@@ -9,7 +9,11 @@ observation; `final_answer`, `gold_answer`. Produces gold steps for
   `GoldStep.candidates` holds wrong next steps for the generator: the real wrong alternatives
   APTBench shipped for that step (`meta["wrong_next_steps"]`, runs rebuilt from APTBench rows)
   alternating with the rule-made steps of `wrong_steps` (those under a real planning first), never
-  one repeating a call the run itself made (no option is a step of the same run).
+  one repeating a call the run itself made (no option is a step of the same run), then other runs'
+  steps for the same question that repeat a call this run already made (its result is in view:
+  `redundant_steps`; their other steps may be as valid as the gold and are never taken). No
+  candidate is the gold's call again (`same_call`: the same tool with the same query or page), and
+  at most one completes the run among gold and candidates (`one_completion`).
   `group` is the query (runs answering the same question share it: their steps may be right).
 - `summ_ans` (completion): only when the answer (or a gold alias) appears in the context as shown,
   after truncation (an observation holding it keeps that passage in view, `truncate_around`), else
@@ -41,13 +45,13 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from extractors.base import ExtractOptions, estimate_tokens, extractor, gold_step, location, unknown_task
 from extractors.dr.tasks import SPECS
 from extractors.dr.wording import COMPLETION_TOOLS
-from extractors.dr.wrong_steps import RunView, wrong_steps
+from extractors.dr.wrong_steps import RunView, is_completion, one_completion, same_call, wrong_steps
 from schemas import Candidate, GoldStep, Problem, Step, Trajectory, content_id
 from schemas.answer_text import normalize
 from schemas.text import truncate_middle
@@ -265,9 +269,59 @@ def evidence_steps(traj: Trajectory) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-@extractor("dr", version=2, reads={"dr"}, tasks=SPECS)
+def query_key(query: str) -> str:
+    """Runs answering the same question share this key (case and spacing aside)."""
+    return " ".join(query.split()).casefold()
+
+
+#: What `observe` learns: per question (`query_key`), every labelled run's tool calls with planning,
+#: as `(trajectory_id, step object)`.
+SameQuery = dict[str, tuple[tuple[str, dict[str, Any]], ...]]
+
+
+@extractor("dr", version=3, reads={"dr"}, tasks=SPECS)
 class DeepResearch:
     """Gold next steps and final answers from successful deep-research runs."""
+
+    def __init__(self) -> None:
+        self.same_query: SameQuery = {}
+
+    @staticmethod
+    def observe(runs: Iterable[Trajectory]) -> SameQuery:
+        """Every labelled run's planned tool calls, by question (other models' steps for `plan`)."""
+        found: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for t in runs:
+            calls = [
+                (t.trajectory_id, step_object(s))
+                for s in t.steps
+                if s.action is not None and s.action.tool not in _SKIP_TOOLS and s.thought.strip()
+            ]
+            found.setdefault(query_key(t.task), []).extend(calls)
+        return {k: tuple(v) for k, v in found.items()}
+
+    def use(self, observed: SameQuery) -> None:
+        """Take the steps `observe` collected."""
+        self.same_query = observed or {}
+
+    def redundant_steps(self, traj: Trajectory, objects: Sequence[dict[str, Any]], i: int) -> list[str]:
+        """Other runs' steps for the same question that repeat a call this run made before step `i`
+        (its observation is already in view): on topic, and clearly not the next step. Steps that are
+        any other call may be as valid as the gold and are never taken."""
+        own = {dumps(o) for o in objects}
+        out: list[str] = []
+        for tid, step in self.same_query.get(query_key(traj.task), ()):
+            text = dumps(step)
+            if (
+                tid == traj.trajectory_id
+                or text in own
+                or len(text) > MAX_GOLD_CHARS
+                or is_completion(step)
+                or same_call(step, objects[i])
+                or not any(same_call(step, c) for c in objects[:i])
+            ):
+                continue
+            out.append(text)
+        return list(dict.fromkeys(out))
 
     def extract(self, traj: Trajectory, task: str, options: ExtractOptions) -> Iterator[GoldStep | Problem]:
         where = location(traj)
@@ -399,14 +453,15 @@ class DeepResearch:
             made_steps = [c for c in wrong_steps(run, item_rng) if c.step["execution"] not in executions]
             made = [dumps(c.step) for c in made_steps]
             theirs = [dumps(w) for w in real.get(i, []) if isinstance(w, dict) and "execution" in w]
+            again = self.redundant_steps(traj, objects, i)
             origin = {t: "llm:aptbench" for t in theirs}
+            origin.update({t: "other_run:redundant_step" for t in again if t not in origin})
             for c, text in zip(made_steps, made, strict=True):
                 origin.setdefault(text, f"rule:{c.family}")
-            candidates = tuple(
-                Candidate(text=c, origin=origin[c])
-                for c in dict.fromkeys(merge_candidates(theirs, made))
-                if c != gold
-            )
+            merged = [c for c in dict.fromkeys([*merge_candidates(theirs, made), *again]) if c != gold]
+            # no option the same call as the gold, and one completion at most among gold and options
+            allowed = one_completion(objects[i], [json.loads(c) for c in merged])
+            candidates = tuple(Candidate(text=merged[k], origin=origin[merged[k]]) for k in allowed)
             fields = {
                 **common,
                 "qid": f"traj_{common['traj_id']}_step_{len(context) - 1}",

@@ -269,6 +269,55 @@ CONTENT_FAMILIES = (
 FAULT_FAMILIES = (wrong_tool, wrong_arg)
 
 
+_COMPLETION_NAME = re.compile(r"complet|finish|answer|submit|terminat|end_?task|^(?:stop|done|end)$")
+
+
+def is_completion(step: dict[str, Any]) -> bool:
+    """Does the step end the run (a completion tool, or a near-miss name of one: `finish_task`)?"""
+    name = str((step.get("execution") or {}).get("name", ""))
+    return name in COMPLETION_TOOLS or bool(_COMPLETION_NAME.search(name.casefold()))
+
+
+def _fold(value: Any) -> str:
+    return " ".join(str(value).casefold().split()).strip(" .?!。？")
+
+
+def same_call(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Are two steps the same next step: one tool with the same arguments, or the same query or page
+    under the same argument name (another planning or another browse question changes nothing)?
+
+    A call under another argument name (`query` for `text`) is a schema fault, not the same call.
+    """
+    ea, eb = a.get("execution") or {}, b.get("execution") or {}
+    if ea.get("name") != eb.get("name"):
+        return False
+    if ea.get("args") == eb.get("args"):
+        return True
+    if not (isinstance(ea.get("args"), dict) and isinstance(eb.get("args"), dict)):
+        return False
+    for key in (search_key, url_key):
+        ka, kb = key(ea["args"]), key(eb["args"])
+        if ka and ka == kb and _fold(ea["args"][ka]) == _fold(eb["args"][kb]):
+            return True
+    return False
+
+
+def one_completion(gold: dict[str, Any], steps: Sequence[dict[str, Any]]) -> list[int]:
+    """Indexes of `steps` that may be options beside `gold`: none the same call as the gold, and at most
+    one completion among gold and options (a completion gold admits none; else the first one stays)."""
+    done = is_completion(gold)
+    out: list[int] = []
+    for k, step in enumerate(steps):
+        if same_call(step, gold):
+            continue
+        if is_completion(step):
+            if done:
+                continue
+            done = True
+        out.append(k)
+    return out
+
+
 def wrong_steps(run: RunView, rng: random.Random) -> list[Candidate]:
     """Every family's candidates, those under a real planning of the run first, each group one of
     each family first (families in a seeded order), then the rest.

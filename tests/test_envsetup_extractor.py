@@ -17,7 +17,7 @@ from extractors.discovery import discover_readers
 from extractors.ingest.bundles import find_run_inputs, read_input
 from extractors.readers.envsetup.common import make_step, to_trajectory, verdict
 from extractors.shell.commands import has_placeholder, is_read_only
-from extractors.swe_env_setup import SweEnvSetup
+from extractors.swe_env_setup import SweEnvSetup, distinct_fixes, pathless, pins
 from extractors.swe_env_setup.errors import error_pairs
 from extractors.swe_env_setup.plan import apply, is_wrong, plan_distractors, required_steps, similarity
 from extractors.swe_env_setup.steps import plan_steps, render_plan
@@ -270,3 +270,21 @@ def test_super_error_options_are_whole_and_name_no_file_the_item_does_not_mentio
                 c.text
             )
     assert sum(len(g.candidates) >= 12 for g in items) >= len(items) // 4  # twice the 6 needed, or more
+
+
+def test_no_error_option_is_the_gold_under_another_path_or_names_the_golds_pin():
+    gold = "1. In `train_model.py`, remove `}`"
+    cands = [
+        "1. In `experiments/SNLI_NLI/train_model.py`, remove `}`",  # the gold under its full path
+        "1. Run `pip install -U torch==1.13.1`",
+        "1. In `models/prompt.py`, remove `}`",
+        "1. In `prompt.py`, remove `}`",  # the one before under another path
+        "1. Run `pip install torch==2.0.0`",
+    ]
+    assert distinct_fixes(gold, cands) == cands[1:3] + cands[4:]
+    pinned = "1. Run `pip install torch==1.13.1`"
+    assert distinct_fixes(pinned, cands) == [cands[0], cands[2], cands[4]]
+    assert (
+        pathless("1. Run `pip install -r ./requirements.txt`") == "1. Run `pip install -r requirements.txt`"
+    )
+    assert pins("1. Run `pip install Torch == 1.13.1 numpy`") == {("torch", "1.13.1")}

@@ -103,6 +103,36 @@ def mentions_only(fix: str, context: str) -> bool:
     return True
 
 
+_DIRS = re.compile(r"(?<![\w./-])(?:\.{0,2}/)?(?:[\w.-]+/)+(?=[\w.-])")
+_PIN = re.compile(r"([A-Za-z0-9][\w.\-\[\]]*)\s*==\s*([\w.*+-]+)")
+
+
+def pathless(fix: str) -> str:
+    """The fix with every path cut to its file name: two fixes equal so differ only by a path."""
+    return _DIRS.sub("", fix)
+
+
+def pins(fix: str) -> set[tuple[str, str]]:
+    """The `package==version` pins a fix names (package names case-folded)."""
+    return {(m[1].lower(), m[2]) for m in _PIN.finditer(fix)}
+
+
+def distinct_fixes(gold: str, cands: list[str]) -> list[str]:
+    """Candidates that are not the gold under another path (`In models/x.py` for `In x.py`), do not
+    name a pin the gold names (it would be the gold's install again), and are not another candidate
+    under another path (the first is kept)."""
+    seen = {pathless(gold)}
+    named = pins(gold)
+    out: list[str] = []
+    for c in cands:
+        key = pathless(c)
+        if key in seen or pins(c) & named:
+            continue
+        seen.add(key)
+        out.append(c)
+    return out
+
+
 #: A plan item shows six wrong plans (APTBench's 7 options).
 MIN_PLAN_OPTIONS = 6
 
@@ -133,7 +163,7 @@ class FixLibrary(NamedTuple):
     """`(run_id, install step)` of every labelled run's plan (`plan` distractors of other repositories)."""
 
 
-@extractor("swe_env_setup", version=4, reads={"envsetup"}, tasks=SPECS)
+@extractor("swe_env_setup", version=5, reads={"envsetup"}, tasks=SPECS)
 class SweEnvSetup:
     """Gold commands, fixes and plans from successful environment-setup runs."""
 
@@ -311,7 +341,9 @@ class SweEnvSetup:
             for fam, text in self._rule_options(gold, made, rng):
                 if mentions_only(text, context):  # a frame cut from the shown output is not mentioned
                     origin.setdefault(text, f"rule:{fam}")
-            cands = [c for c in origin if c != gold and similarity(c, gold, 0.9) < 0.9][:30]
+            cands = distinct_fixes(gold, [c for c in origin if c != gold and similarity(c, gold, 0.9) < 0.9])[
+                :30
+            ]
             if len(cands) < MIN_ERROR_CANDIDATES:
                 thin += 1
                 continue

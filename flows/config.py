@@ -283,6 +283,9 @@ class AdversarialConfig(_Config):
     """A rule counts as solving a task while its accuracy is above chance + slack."""
     drop: bool = True
     """Drop items a rule still solves when it ends over its bound (`adversarial.too_easy` problems)."""
+    block_items: int = Field(1000, ge=50)
+    """A task of more items is filtered in seeded blocks of about this many, each on its own (memory
+    bounded by a block, time linear in the task)."""
 
 
 class PrivacyConfig(_Config):

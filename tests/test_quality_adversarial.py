@@ -337,3 +337,25 @@ def test_first_swaps_scored_together_are_those_scored_item_by_item(monkeypatch):
         np.testing.assert_array_equal(got, af.trial_credits(scores[i], trials))
         np.testing.assert_array_equal(soft, af._soft(scores[i], trials))
         assert now == af._soft(scores[i], np.array([state.shown[i]]))[0]
+
+
+def test_a_task_larger_than_a_block_is_filtered_block_by_block_within_its_bounds():
+    from generators.quality.adversarial import blocks_of
+
+    rng = random.Random("blocks")
+    questions = [_gold_longest(rng, k) for k in range(260)]
+    blocks = blocks_of(questions, 3, 100)
+    assert [len(b) for b in blocks] == [87, 87, 86]  # as even as can be, none over the size
+    assert sorted(q.item_id for b in blocks for q in b) == sorted(q.item_id for q in questions)
+    assert blocks_of(questions, 3, 100) == blocks and blocks_of(questions, 4, 100) != blocks  # seeded
+    assert blocks_of(questions[:90], 3, 100) == [questions[:90]]  # a task within a block: as it is
+    assert _audit(questions).accuracy["longest"] > 0.9  # the planted tell
+    settings = Settings(block=100)
+    out, dropped, stats = adversarial_filter(questions, seed=3, settings=settings)
+    after = _audit(out)
+    assert not after.exceeded, after.why()
+    st = stats["longest"]
+    assert st.items == 260 and len(out) == 260 - st.dropped == 260 - len(dropped)
+    assert st.replaced > 0 and st.after["longest"] <= after.bounds["longest"]
+    again = adversarial_filter(questions, seed=3, settings=settings)
+    assert [q.options for q in again[0]] == [q.options for q in out] and again[2] == stats

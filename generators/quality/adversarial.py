@@ -111,6 +111,10 @@ class Settings(NamedTuple):
     max_drop: float = 0.3
     """Never drop more than this share of a task: a task the reserve cannot fix stays flagged (and
     publish refuses it) rather than silently shrinking to nothing."""
+    block: int = 1000
+    """A task of more items is filtered in blocks of about this many (items dealt to blocks in an
+    order drawn from the seed), each on its own: the filter's memory (every text's gram counts and
+    features) is bounded by a block, not by the task, and its time stays linear in the items."""
 
 
 class TaskFilter(NamedTuple):
@@ -786,6 +790,47 @@ def _rebuild(state: _State, i: int) -> Question:
     )
 
 
+def blocks_of(questions: Sequence[Question], seed: int, size: int) -> list[list[Question]]:
+    """`questions` (one task's) dealt into blocks of at most `size`, as even as can be, in an order
+    drawn from `seed` (each block sorted by item id); a task of at most `size` items is one block."""
+    if len(questions) <= size:
+        return [list(questions)]
+    n = -(-len(questions) // size)
+    order = sorted(questions, key=lambda q: content_id(seed, "af-block", q.item_id))
+    return [sorted(order[b::n], key=lambda q: q.item_id) for b in range(n)]
+
+
+def merge_stats(parts: Sequence[TaskFilter]) -> TaskFilter:
+    """One task's stats from its blocks' (rule accuracies weighted by items: before by the items
+    filtered, after by the items kept)."""
+    if len(parts) == 1:
+        return parts[0]
+
+    def mean(key: str, weights: list[int]) -> dict[str, float]:
+        total = sum(weights)
+        names = sorted({name for p in parts for name in getattr(p, key)})
+        return (
+            {
+                name: sum(w * getattr(p, key).get(name, 0.0) for p, w in zip(parts, weights, strict=True))
+                / total
+                for name in names
+            }
+            if total
+            else {}
+        )
+
+    return TaskFilter(
+        items=sum(p.items for p in parts),
+        candidates_scored=sum(p.candidates_scored for p in parts),
+        replaced=sum(p.replaced for p in parts),
+        dropped=sum(p.dropped for p in parts),
+        rounds=max(p.rounds for p in parts),
+        left_to_gates=sum(p.left_to_gates for p in parts),
+        before=mean("before", [p.items - p.left_to_gates for p in parts]),
+        after=mean("after", [p.items - p.left_to_gates - p.dropped for p in parts]),
+    )
+
+
 def adversarial_filter(
     questions: Sequence[Question],
     seed: int,
@@ -809,10 +854,13 @@ def adversarial_filter(
                 done[q.item_id] = q
             stats[task] = AdversarialTask(items=len(group))
             continue
-        kept, dropped, st = filter_task(group, seed, settings, (bounds or {}).get(task))
-        done.update((q.item_id, q) for q in kept)
-        problems += dropped
-        stats[task] = st.report()
+        parts = []
+        for block in blocks_of(group, seed, settings.block):
+            kept, dropped, st = filter_task(block, seed, settings, (bounds or {}).get(task))
+            done.update((q.item_id, q) for q in kept)
+            problems += dropped
+            parts.append(st)
+        stats[task] = merge_stats(parts).report()
     out = []
     for q in questions:
         if q.form == "mcq" and q.options:
@@ -823,4 +871,4 @@ def adversarial_filter(
     return out, problems, stats
 
 
-__all__ = ["RULES", "Settings", "TaskFilter", "adversarial_filter", "filter_task"]
+__all__ = ["RULES", "Settings", "TaskFilter", "adversarial_filter", "blocks_of", "filter_task", "merge_stats"]

@@ -359,16 +359,7 @@ def _credit(values: np.ndarray) -> np.ndarray:
 
 def trial_credits(sc: _Scores, trials: np.ndarray) -> np.ndarray:
     """Credit of every rule (columns in `_ORDER`) for every trial option set (rows of text indices)."""
-    grid = (trials[:, :, None], trials[:, None, :])
-    return _credits(
-        sc.independent[trials],
-        sc.tokens[grid],
-        sc.chars[grid],
-        sc.signature[trials],
-        sc.nb_text[trials],
-        sc.nb_rank,
-        sc.lines[trials],
-    )
+    return _set_credits([sc], [trials])[0]
 
 
 def shown_credits(scores: Sequence[_Scores], shown: Sequence[Sequence[int]]) -> np.ndarray:
@@ -379,18 +370,26 @@ def shown_credits(scores: Sequence[_Scores], shown: Sequence[Sequence[int]]) -> 
     for i, sh in enumerate(shown):
         groups[len(sh)].append(i)
     for idx in groups.values():
-        picks = [np.asarray(shown[i]) for i in idx]
-        grids = [np.ix_(p, p) for p in picks]
-        out[idx] = _credits(
-            np.stack([scores[i].independent[p] for i, p in zip(idx, picks, strict=True)]),
-            np.stack([scores[i].tokens[g] for i, g in zip(idx, grids, strict=True)]),
-            np.stack([scores[i].chars[g] for i, g in zip(idx, grids, strict=True)]),
-            np.stack([scores[i].signature[p] for i, p in zip(idx, picks, strict=True)]),
-            np.stack([scores[i].nb_text[p] for i, p in zip(idx, picks, strict=True)]),
-            np.stack([scores[i].nb_rank for i in idx]),
-            np.stack([scores[i].lines[p] for i, p in zip(idx, picks, strict=True)]),
-        )
+        out[idx] = _set_credits([scores[i] for i in idx], [np.asarray(shown[i])[None, :] for i in idx])[0]
     return out
+
+
+def _set_credits(scores: Sequence[_Scores], sets: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Credits of option sets of several items with as many options (`sets[j]`: rows of text indices
+    of the item scored by `scores[j]`), stacked in that order; and the sets' independent scores."""
+    grids = [(p[:, :, None], p[:, None, :]) for p in sets]
+    pairs = list(zip(scores, sets, grids, strict=True))
+    independent = np.concatenate([sc.independent[p] for sc, p, _ in pairs])
+    credits = _credits(
+        independent,
+        np.concatenate([sc.tokens[g] for sc, _, g in pairs]),
+        np.concatenate([sc.chars[g] for sc, _, g in pairs]),
+        np.concatenate([sc.signature[p] for sc, p, _ in pairs]),
+        np.concatenate([sc.nb_text[p] for sc, p, _ in pairs]),
+        np.repeat(np.stack([sc.nb_rank for sc in scores]), [len(p) for p in sets], axis=0),
+        np.concatenate([sc.lines[p] for sc, p, _ in pairs]),
+    )
+    return credits, independent
 
 
 def _credits(
@@ -481,7 +480,7 @@ def _all_trials(state: _State, i: int, chars: np.ndarray, near: float) -> tuple[
     # highest overall, or the second highest where the slot's own option is the highest
     top = sims.argmax(axis=1)
     first = sims[np.arange(len(spare)), top]
-    second = np.sort(sims, axis=1)[:, -2] if k > 1 else np.full(len(spare), -np.inf)
+    second = np.sort(sims, axis=1)[:, -2]  # k >= 2
     others = np.where(np.arange(k)[None, :] == top[:, None], second[:, None], first[:, None])
     slot, at = np.nonzero((others[:, 1:] < near).T)  # slot-major, spares in reserve order
     slot = slot + 1
@@ -515,13 +514,13 @@ def _first_swaps(
     for idx in groups.values():
         chunk: list[int] = []
         size = 0
-        for i in [*idx, -1]:
-            if i >= 0 and (size + len(trials[i][0]) <= _TRIAL_CHUNK or not chunk):
-                chunk.append(i)
-                size += len(trials[i][0])
-                continue
-            _score_chunk(state, scores, trials, chunk, out)
-            chunk, size = ([i], len(trials[i][0])) if i >= 0 else ([], 0)
+        for i in idx:
+            if chunk and size + len(trials[i][0]) > _TRIAL_CHUNK:
+                _score_chunk(state, scores, trials, chunk, out)
+                chunk, size = [], 0
+            chunk.append(i)
+            size += len(trials[i][0])
+        _score_chunk(state, scores, trials, chunk, out)
     return out
 
 
@@ -532,26 +531,13 @@ def _score_chunk(
     chunk: Sequence[int],
     out: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]],
 ) -> None:
-    if not chunk:
-        return
-    rows = [trials[i][0] for i in chunk]
-    now = [np.asarray(state.shown[i], dtype=np.int64)[None, :] for i in chunk]
-    picks = [np.vstack([r, w]) for r, w in zip(rows, now, strict=True)]  # the trials, then the shown set
-    sizes = [len(p) for p in picks]
-    grids = [(p[:, :, None], p[:, None, :]) for p in picks]
-    independent = np.concatenate([scores[i].independent[p] for i, p in zip(chunk, picks, strict=True)])
-    got = _credits(
-        independent,
-        np.concatenate([scores[i].tokens[g] for i, g in zip(chunk, grids, strict=True)]),
-        np.concatenate([scores[i].chars[g] for i, g in zip(chunk, grids, strict=True)]),
-        np.concatenate([scores[i].signature[p] for i, p in zip(chunk, picks, strict=True)]),
-        np.concatenate([scores[i].nb_text[p] for i, p in zip(chunk, picks, strict=True)]),
-        np.repeat(np.stack([scores[i].nb_rank for i in chunk]), sizes, axis=0),
-        np.concatenate([scores[i].lines[p] for i, p in zip(chunk, picks, strict=True)]),
-    )
+    """`out[i]` of the items in `chunk`: each item's trials scored with its shown set after them."""
+    sets = [np.vstack([trials[i][0], np.asarray(state.shown[i], dtype=np.int64)[None, :]]) for i in chunk]
+    got, independent = _set_credits([scores[i] for i in chunk], sets)
     soft = _soft_values(independent)
     at = 0
-    for i, m in zip(chunk, sizes, strict=True):
+    for i, p in zip(chunk, sets, strict=True):
+        m = len(p)
         out[i] = (
             trials[i][0],
             trials[i][1],

@@ -46,6 +46,7 @@ from flows.build_stages import (
 )
 from flows.config import BuildConfig
 from flows.io import write_json
+from flows.memory import release_memory
 from flows.progress import Progress
 from flows.report_html import attach_report_artifact, write_build_report
 from generators.hygiene.secrets import Redactor
@@ -76,15 +77,19 @@ def build(config: BuildConfig) -> BuildReport:
     # (each shard's runs go once it is extracted), then generation the gold steps
     runs = RunCounts.of(read.trajectories, kept.runs.labelled, kept.runs.kept)
     read = read._replace(trajectories=[], results=[])
+    release_memory()
     golds, extract_problems = extract_golds(config, scenario, kept.runs, timer)
     runs = runs._replace(gold_steps=len(golds))
     posed = generate_questions(config, scenario, golds, timer)
     del golds
+    release_memory()
     filtered = filter_questions(config, posed.questions, timer)
     posed = posed._replace(questions=[])
+    release_memory()  # the reserve candidates and the filter's counts and features are gone
     redactor = hygiene.make_redactor(config.privacy)  # questions and Problems met from here on
     final = finish_questions(config, filtered.questions, redactor, timer)
     filtered = filtered._replace(questions=[])
+    release_memory()
     found = (
         read.problems
         + kept.runs.problems

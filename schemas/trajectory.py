@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from schemas.base import Model
 
@@ -40,6 +40,50 @@ class Step(Model):
     """The action taken; None for a turn with no tool call (e.g. a final answer)."""
     observation: str | None = None
     """Tool output; None when the format has none (e.g. the last `submit`)."""
+
+
+_new = object.__new__
+# the setters of the slots every pydantic model has, called directly (a frozen model's own
+# __setattr__ refuses, and object.__setattr__ looks the name up on every call)
+_SLOTS = BaseModel.__dict__
+_set_dict = _SLOTS["__dict__"].__set__
+_set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
+_set_extra = _SLOTS["__pydantic_extra__"].__set__
+_set_private = _SLOTS["__pydantic_private__"].__set__
+
+
+def _built(model: type[Model], values: dict[str, Any], fields_set: set[str]) -> Any:
+    # what pydantic-core leaves on a validated instance: the field values in field order, the fields
+    # given, no extras (`extra="forbid"`), no private attributes (these models declare none)
+    obj = _new(model)
+    _set_dict(obj, values)
+    _set_fields_set(obj, fields_set)
+    _set_extra(obj, None)
+    _set_private(obj, None)
+    return obj
+
+
+def trusted_action(tool: str, args: dict[str, Any], raw: str) -> Action:
+    """`Action(tool=tool, args=args, raw=raw)` built without validation, for a reader's hot path.
+
+    The caller guarantees the types (a `str` tool and raw text, a fresh `dict` of args it hands
+    over); the instance is the one validation would give (equal, same fields set, same dump), at a
+    fraction of the cost. Anything of unchecked type goes through `Action(...)`.
+    """
+    return _built(Action, {"tool": tool, "args": args, "raw": raw, "call_id": None}, {"tool", "args", "raw"})
+
+
+def trusted_step(index: int, thought: str, action: Action | None, observation: str | None) -> Step:
+    """`Step(index=..., thought=..., action=..., observation=...)` built without validation.
+
+    As `trusted_action`: the caller guarantees an `int` index, `str` thought, an `Action` (itself
+    validated or trusted) or None, a `str` observation or None.
+    """
+    return _built(
+        Step,
+        {"index": index, "thought": thought, "action": action, "observation": observation},
+        {"index", "thought", "action", "observation"},
+    )
 
 
 class Outcome(Model):

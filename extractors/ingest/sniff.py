@@ -9,6 +9,7 @@ files (`question` + `answer`) as `FoundGold` records, and known non-trajectory a
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from pydantic import ValidationError
@@ -39,11 +40,18 @@ def _is_predictions(data: Any) -> bool:
     )
 
 
+@lru_cache(maxsize=256)
+def _sniffer(cls: Any) -> Any:
+    # one instance per reader class for sniffing: a sniff reads only the record, never the instance,
+    # so building each reader anew for each record was wasted work
+    return cls()
+
+
 def sniff_reader(readers: Mapping[str, Any], data: Any) -> Any | None:
     """The first reader (in priority order) whose sniff accepts `data`."""
     for cls in readers.values():
         try:
-            if cls().sniff(data):
+            if _sniffer(cls).sniff(data):
                 return cls
         except Exception:  # a sniff must never stop the run
             continue

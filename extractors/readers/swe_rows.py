@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from extractors.base import Origin, ReadError, reader
 from extractors.readers._text import (
     as_bool,
@@ -24,6 +22,7 @@ from extractors.readers._text import (
     text_of,
 )
 from schemas import Action, Outcome, Source, Step, Trajectory, content_id
+from schemas.trajectory import trusted_action, trusted_step
 
 _OBS_PREFIX = "OBSERVATION:\n"
 
@@ -53,26 +52,32 @@ def _content(m: dict[str, Any], style: str) -> str:
     return text_of(m.get("content"))
 
 
-_STEPS = TypeAdapter(tuple[Step, ...])
+def _observation(obs: list[str]) -> str | None:
+    return (obs[0] if len(obs) == 1 else "\n".join(obs)) if obs else None
 
 
 def _steps(msgs: list[dict[str, Any]], style: str) -> tuple[tuple[Step, ...], bool]:
     """The steps of a run (one per assistant message, with the tool output after it) and whether a
     user message came before the first.
 
-    The ingest hot path: one pass collects plain values (a SWE-smith text call is parsed inline),
-    then pydantic-core validates every Step at once, which costs less than building them one by one.
+    The ingest hot path: one pass, a SWE-smith text call parsed inline, each Step and its Action
+    built without validation (`trusted_step` / `trusted_action`): every value is of its field's type
+    by construction (texts are `str` or `text_of` raised, the index an int, args a fresh dict of
+    strings), so pydantic could only copy them, at twice the cost of the rest of the pass.
     """
     ai_role = "ai" if style == "nebius" else "assistant"
     plain = style == "messages"
-    parts: list[dict[str, Any]] = []
-    obs: list[str] | None = None
+    steps: list[Step] = []
+    thought, action, started = "", None, False
+    obs: list[str] = []
     seen_task = False
     for m in msgs:
         role = m.get("role")
         if role == ai_role:
-            if obs is not None:
-                parts[-1]["observation"] = (obs[0] if len(obs) == 1 else "\n".join(obs)) if obs else None
+            if started:
+                steps.append(trusted_step(len(steps), thought, action, _observation(obs)))
+                obs = []
+            started = True
             content = m.get("content")
             if (
                 plain
@@ -83,19 +88,17 @@ def _steps(msgs: list[dict[str, Any]], style: str) -> tuple[tuple[Step, ...], bo
                 thought, name, args = call
                 command = args.get("command")
                 raw = command if name == "bash" and type(command) is str else render_call(name, args)
-                action: Action | dict[str, Any] | None = {"tool": name, "args": args, "raw": raw}
+                action = trusted_action(name, args, raw)
             else:
                 thought, action = _assistant_parts(m, style)
-            parts.append({"index": len(parts), "thought": thought, "action": action})
-            obs = []
-        elif obs is not None and (role == "user" or role == "tool"):
+        elif started and (role == "user" or role == "tool"):
             content = m.get("content") if plain else None
             obs.append((content if type(content) is str else _content(m, style)).removeprefix(_OBS_PREFIX))
         elif role == "user":
             seen_task = True
-    if obs is not None:
-        parts[-1]["observation"] = (obs[0] if len(obs) == 1 else "\n".join(obs)) if obs else None
-    return _STEPS.validate_python(parts), seen_task
+    if started:
+        steps.append(trusted_step(len(steps), thought, action, _observation(obs)))
+    return tuple(steps), seen_task
 
 
 def _assistant_parts(m: dict[str, Any], style: str) -> tuple[str, Action | None]:

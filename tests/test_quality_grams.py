@@ -109,15 +109,17 @@ def test_presence_features_keep_frequent_columns_without_weights():
         grams.Tfidf(min_df=5).fit(counts)
 
 
-@pytest.mark.parametrize("block", [1, 7, 1 << 16])
-def test_owner_lookup_finds_each_texts_count_in_its_owners_context(monkeypatch, block):
-    """Blocked by owners (any block size) or not (owners out of order): the value of the owner's
-    context at each stored entry of the texts, as a dense lookup gives it."""
-    rng = np.random.default_rng(block)
+@pytest.mark.parametrize(("block", "table"), [(1, 0), (7, 0), (1 << 16, 0), (1 << 16, 1 << 24)])
+def test_owner_lookup_finds_each_texts_count_in_its_owners_context(monkeypatch, block, table):
+    """By a dense table per owner, blocked by owners (any block size) or not (owners out of order):
+    the value of the owner's context at each stored entry of the texts, as a dense lookup gives it."""
+    rng = np.random.default_rng(block + table)
     texts = sparse.random(40, 30, density=0.3, format="csr", random_state=rng, dtype=np.float32)
     contexts = sparse.random(9, 30, density=0.4, format="csr", random_state=rng, dtype=np.float32)
+    contexts = sparse.csr_matrix(contexts.multiply(np.arange(9)[:, None] != 3))  # an owner without counts
     texts.sort_indices()
     monkeypatch.setattr(grams, "_LOOKUP_BLOCK", block)
+    monkeypatch.setattr(grams, "_TABLE_MAX", table)
     for owner in (np.sort(rng.integers(0, 9, 40)), rng.integers(0, 9, 40)):
         rows = np.repeat(np.arange(40), np.diff(texts.indptr))
         expected = contexts.toarray()[owner[rows], texts.indices]
@@ -160,3 +162,26 @@ def test_shown_texts_keep_their_distinct_rows_and_character_similarities():
         assert (sub.texts[unit] != sub.distinct[unit][sub.inverse]).nnz == 0
     for c, s, p in zip(sub.chars, sims, picks, strict=True):
         np.testing.assert_array_equal(c, s[np.ix_(p, p)])
+
+
+@pytest.mark.parametrize("unit", ["word", "char"])
+def test_documents_counted_together_are_counted_as_each_alone(monkeypatch, unit):
+    """Batched (documents laid end to end), alone (long ones) or cached: a document's row is its
+    own grams' counts, never a gram across two documents, whatever its neighbours and batch size."""
+    one = grams._word_counts if unit == "word" else grams._gram_counts
+    docs = [*DOCS, "", "x", "ab cd", "ΑΣ ΑΣ", "q\x00r s", "ab cd", "word " * 900, *reversed(DOCS)]
+    for batch, alone in ((1 << 20, 1500), (7, 1500), (1 << 20, 3)):
+        monkeypatch.setattr(grams, "_BATCH_CHARS", batch)
+        monkeypatch.setattr(grams, "_CHAR_ALONE", alone)
+        monkeypatch.setattr(grams, "_WORD_ALONE", alone)
+        for cache in (grams._CHAR_CACHE, grams._WORD_CACHE):
+            cache.clear()
+        for _ in range(2):  # then from the cache
+            rows = grams.counts(unit, docs)
+            assert rows.shape == (len(docs), grams.WIDTH)
+            for k, doc in enumerate(docs):
+                ids, counts = one(doc)
+                lo, hi = rows.indptr[k], rows.indptr[k + 1]
+                assert rows.indices[lo:hi].tolist() == ids.tolist(), (batch, doc[:20])
+                assert rows.data[lo:hi].tolist() == counts.tolist()
+    assert grams.counts(unit, []).shape == (0, grams.WIDTH)

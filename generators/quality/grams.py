@@ -12,12 +12,19 @@ with the non-zeros of the documents.
   (`char_grams`): a 10,000-character context costs well under a millisecond;
 - word 1-2 grams (`\\b\\w+\\b` tokens, lower-cased, as scikit-learn's word analyser), hashed with numpy
   (`word_grams`).
+
+Short documents (options, context tails) are analysed in batches, laid end to end, one vectorised
+pass per batch (a gram never spans two documents), each distinct document once per call, and the
+most recent short ones are cached; long ones (whole contexts) one by one. A task's texts are
+paired with their item's context by a dense table per context (`owner_lookup`), not a search.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -65,14 +72,137 @@ def _gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
     return ids.astype(np.int32), counts.astype(np.float32)
 
 
+#: Documents are analysed together, about this many characters at a time: one vectorised pass per
+#: batch instead of a few dozen numpy calls per document (most options are a few hundred characters).
+_BATCH_CHARS = 1 << 20
 #: Options (short texts) are analysed by the filter and again by the audit of the kept options:
 #: the counts of the most recent ones are cached (8 bytes a gram; a bounded number of texts).
 _CACHED_CHARS = 4000
 _CACHED_TEXTS = 1 << 13
-_short_counts = lru_cache(maxsize=_CACHED_TEXTS)(_gram_counts)
+
+Counts = tuple[np.ndarray, np.ndarray]
 
 
-def _csr(per: Sequence[tuple[np.ndarray, np.ndarray]]) -> sparse.csr_matrix:
+class _Cache:
+    """The counts of the most recently analysed short documents, per unit (shared by threads)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.kept: OrderedDict[str, Counts] = OrderedDict()
+
+    def get(self, doc: str) -> Counts | None:
+        if len(doc) > _CACHED_CHARS:
+            return None
+        with self.lock:
+            hit = self.kept.get(doc)
+            if hit is not None:
+                self.kept.move_to_end(doc)
+            return hit
+
+    def put(self, doc: str, value: Counts) -> None:
+        if len(doc) > _CACHED_CHARS:
+            return
+        with self.lock:
+            self.kept[doc] = value
+            while len(self.kept) > _CACHED_TEXTS:
+                self.kept.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.kept.clear()
+
+
+def _per_doc(doc: np.ndarray, ids: np.ndarray, n_docs: int) -> list[Counts]:
+    """Each document's sorted distinct gram ids and their counts, from (document, id) pairs."""
+    if not len(ids):
+        return [(np.zeros(0, np.int32), np.zeros(0, np.float32))] * n_docs
+    keys, counts = np.unique(doc * np.int64(WIDTH) + ids, return_counts=True)
+    owner, gram = np.divmod(keys, np.int64(WIDTH))
+    at = np.searchsorted(owner, np.arange(n_docs + 1))
+    gram, counts = gram.astype(np.int32), counts.astype(np.float32)
+    return [(gram[at[k] : at[k + 1]], counts[at[k] : at[k + 1]]) for k in range(n_docs)]
+
+
+def _char_batch(docs: Sequence[str], lo: int = 2, hi: int = 4) -> list[Counts]:
+    """`char_grams` counts of every document of `docs` in one pass: the documents' padded bodies
+    are laid end to end and an n-gram is kept only where it starts and ends in one document."""
+    padded = []
+    for d in docs:
+        body = _SPACE.sub(" ", d.lower()).strip()
+        padded.append(f" {body} " if body else "")
+    codes = np.frombuffer("".join(padded).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    doc = np.repeat(np.arange(len(docs), dtype=np.int64), [len(p) for p in padded])
+    space = codes == 32
+    ids, owners = [], []
+    for n in range(lo, hi + 1):
+        m = len(codes) - n + 1
+        if m <= 0:
+            break
+        h = np.full(m, np.uint64(n))
+        ok = doc[:m] == doc[n - 1 : n - 1 + m]
+        for k in range(n):
+            h = (h * _BASE) ^ codes[k : k + m]
+            if 0 < k < n - 1:
+                ok &= ~space[k : k + m]
+        ids.append(h[ok])
+        owners.append(doc[:m][ok])
+    if not ids:
+        return _per_doc(doc, np.zeros(0, np.int64), len(docs))
+    mixed = np.concatenate(ids) * _MIX
+    return _per_doc(np.concatenate(owners), (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64), len(docs))
+
+
+def _batches(docs: Sequence[str]) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    size = 0
+    for d in docs:
+        if out[-1] and size + len(d) > _BATCH_CHARS:
+            out.append([])
+            size = 0
+        out[-1].append(d)
+        size += len(d)
+    return out if out[-1] else []
+
+
+def _count(
+    docs: Sequence[str],
+    batch: Callable[[Sequence[str]], list[Counts]],
+    one: Callable[[str], Counts],
+    cache: _Cache,
+    alone_from: int,
+) -> sparse.csr_matrix:
+    """Count rows of `docs`: each distinct document analysed once, short ones cached; documents of
+    at least `alone_from` characters one by one (`one`: their grams' sort is cheaper alone than in
+    a batch), the others batched."""
+    rows: list[Counts | None] = [cache.get(d) for d in docs]
+    todo: dict[str, list[int]] = {}
+    for k, (d, row) in enumerate(zip(docs, rows, strict=True)):
+        if row is None:
+            todo.setdefault(d, []).append(k)
+    short = [d for d in todo if len(d) < alone_from]
+    for d in todo:
+        if len(d) >= alone_from:
+            value = one(d)
+            cache.put(d, value)
+            for k in todo[d]:
+                rows[k] = value
+    for group in _batches(short):
+        for d, value in zip(group, batch(group), strict=True):
+            cache.put(d, value)
+            for k in todo[d]:
+                rows[k] = value
+    return _csr([r for r in rows if r is not None])
+
+
+_CHAR_CACHE = _Cache()
+_WORD_CACHE = _Cache()
+#: From this many characters on, a document is analysed on its own (measured on real contexts: the
+#: character grams of a long document sort faster alone; word grams are fewer, batching always wins).
+_CHAR_ALONE = 1500
+_WORD_ALONE = 1 << 62
+
+
+def _csr(per: Sequence[Counts]) -> sparse.csr_matrix:
     indptr = np.zeros(len(per) + 1, dtype=np.int64)
     np.cumsum([len(i) for i, _ in per], out=indptr[1:])
     indices = np.concatenate([i for i, _ in per]) if per else np.zeros(0, np.int32)
@@ -82,7 +212,7 @@ def _csr(per: Sequence[tuple[np.ndarray, np.ndarray]]) -> sparse.csr_matrix:
 
 def char_counts(docs: Sequence[str]) -> sparse.csr_matrix:
     """Raw character-gram counts of `docs`, one row each (columns: hashed ids, sorted)."""
-    return _csr([_short_counts(d) if len(d) <= _CACHED_CHARS else _gram_counts(d) for d in docs])
+    return _count(docs, _char_batch, _gram_counts, _CHAR_CACHE, _CHAR_ALONE)
 
 
 _WORD_RE = re.compile(r"\w")
@@ -152,12 +282,36 @@ def _word_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
     return ids.astype(np.int32), counts.astype(np.float32)
 
 
-_short_words = lru_cache(maxsize=_CACHED_TEXTS)(_word_counts)
+def _word_batch(docs: Sequence[str]) -> list[Counts]:
+    """`word_grams` counts of every document of `docs` in one pass: the lower-cased documents laid
+    end to end, NUL between them (no token holds one), a bigram kept only within one document."""
+    lowered = [d.lower() for d in docs]
+    codes = np.frombuffer("\x00".join(lowered).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    if not len(codes):
+        return _per_doc(np.zeros(0, np.int64), np.zeros(0, np.int64), len(docs))
+    doc = np.repeat(np.arange(len(docs), dtype=np.int64), [len(x) + 1 for x in lowered])[: len(codes)]
+    word = _word_mask(codes)
+    edge = np.diff(np.concatenate([[False], word, [False]]).astype(np.int8))
+    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    if not len(starts):
+        return _per_doc(doc[:0], np.zeros(0, np.int64), len(docs))
+    pw, inv = _powers(len(codes) + 1)
+    with np.errstate(over="ignore"):
+        prefix = np.concatenate(
+            [np.zeros(1, dtype=np.uint64), np.cumsum((codes + np.uint64(1)) * pw[: len(codes)])]
+        )
+        tokens = (prefix[ends] - prefix[starts]) * inv[starts] + (ends - starts).astype(np.uint64) * _MIX
+        owner = doc[starts]
+        inside = owner[:-1] == owner[1:]
+        pairs = (tokens[:-1] * _BASE + (tokens[1:] ^ _PAIR))[inside]
+        mixed = np.concatenate([tokens, pairs]) * _MIX
+    ids = (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64)
+    return _per_doc(np.concatenate([owner, owner[:-1][inside]]), ids, len(docs))
 
 
 def word_counts(docs: Sequence[str]) -> sparse.csr_matrix:
     """Raw word 1-2 gram counts of `docs`, one row each (columns: hashed ids, sorted)."""
-    return _csr([_short_words(d) if len(d) <= _CACHED_CHARS else _word_counts(d) for d in docs])
+    return _count(docs, _word_batch, _word_counts, _WORD_CACHE, _WORD_ALONE)
 
 
 def counts(unit: str, docs: Sequence[str]) -> sparse.csr_matrix:
@@ -271,6 +425,8 @@ class CharGrams(Tfidf):
 
 #: `owner_lookup` searches the contexts' keys this many stored counts at a time (cache-sized blocks).
 _LOOKUP_BLOCK = 1 << 16
+#: Up to this many columns, `owner_lookup` reads each owner's values from a dense table instead.
+_TABLE_MAX = 1 << 24
 
 
 def owner_lookup(a: sparse.csr_matrix, b: sparse.csr_matrix, owner: np.ndarray) -> np.ndarray:
@@ -292,6 +448,8 @@ def owner_lookup(a: sparse.csr_matrix, b: sparse.csr_matrix, owner: np.ndarray) 
         return _lookup(a.indptr, a.indices, owner, b.indptr, b.indices, b.data, 0, width)
     out = np.zeros(a.nnz, dtype=b.data.dtype)
     first = np.searchsorted(owner, np.arange(b.shape[0] + 1))  # a's first row of each owner
+    if width <= _TABLE_MAX:
+        return _table_lookup(a, b, first, out, int(width))
     lo = 0
     while lo < b.shape[0]:
         hi = int(np.searchsorted(b.indptr, b.indptr[lo] + _LOOKUP_BLOCK, side="right")) - 1
@@ -311,6 +469,25 @@ def owner_lookup(a: sparse.csr_matrix, b: sparse.csr_matrix, owner: np.ndarray) 
                 width,
             )
         lo = hi
+    return out
+
+
+def _table_lookup(
+    a: sparse.csr_matrix, b: sparse.csr_matrix, first: np.ndarray, out: np.ndarray, width: int
+) -> np.ndarray:
+    """`owner_lookup` for owners that do not decrease: each owner's row of `b` scattered into one
+    dense table of `width` values, its texts' entries read from it, the table cleared again (two
+    writes per context entry and one read per text entry, no search)."""
+    table = np.zeros(width, dtype=b.data.dtype)
+    a_at, b_at = a.indptr, b.indptr
+    for o in np.flatnonzero((np.diff(first) > 0) & (np.diff(b_at) > 0)):
+        a0, a1 = int(a_at[first[o]]), int(a_at[first[o + 1]])
+        if a1 == a0:
+            continue
+        cols = b.indices[b_at[o] : b_at[o + 1]]
+        table[cols] = b.data[b_at[o] : b_at[o + 1]]
+        out[a0:a1] = table[a.indices[a0:a1]]
+        table[cols] = 0
     return out
 
 

@@ -6,15 +6,16 @@ import difflib
 import re
 import unicodedata
 
-_PUNCT = re.compile(r"[^\w\s]", re.U)
+#: A run of characters that are not word characters (punctuation or whitespace): one space.
+_NON_WORD = re.compile(r"\W+", re.U)
 _WS = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+", re.U)
 
 
 def normalise(text: str) -> str:
     """Case-folded, NFKC, punctuation-free, whitespace-collapsed text."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return _WS.sub(" ", _PUNCT.sub(" ", text)).strip()
+    # each punctuation mark a space, then whitespace runs collapsed: one pass over runs of \W
+    return _NON_WORD.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
 def tokens(text: str) -> frozenset[str]:

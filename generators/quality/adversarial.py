@@ -174,7 +174,7 @@ class _State:
         self.lengths = [np.array([float(len(t)) for t in texts]) for texts in self.texts]
         self.lines = [np.array([float(t.count("\n")) for t in texts]) for texts in self.texts]
         self.offsets = np.concatenate([[0], np.cumsum([len(t) for t in self.texts])]).astype(np.int64)
-        self.contexts = [context_text(q.fields, find_spec(q.scenario, q.task)) for q in self.questions]
+        self.contexts = [in_context.context(q) for q in self.questions]
         self.preferred = [[int(candidate_source(o) in PREFERRED) for o in origins] for origins in self.origin]
         # where the gold is found in the context, an item passes the `gold_in_context` gate only while
         # a shown distractor is found there too: such items show one, and `_trials` never swaps the last out
@@ -598,11 +598,19 @@ class _InContext:
     def __init__(self) -> None:
         self.keys: dict[str, str] = {}
         self.contexts: dict[str, str] = {}
+        self.raw: dict[str, str] = {}
+
+    def context(self, q: Question) -> str:
+        """The item's context as the gates and the audit join it (once per item)."""
+        raw = self.raw.get(q.item_id)
+        if raw is None:
+            raw = self.raw[q.item_id] = context_text(q.fields, find_spec(q.scenario, q.task))
+        return raw
 
     def found(self, q: Question, texts: Sequence[str]) -> np.ndarray:
         ctx = self.contexts.get(q.item_id)
         if ctx is None:
-            raw = context_text(q.fields, find_spec(q.scenario, q.task))
+            raw = self.context(q)
             ctx = self.contexts[q.item_id] = normalise(raw) if raw else ""
         keys = []
         for t in texts:

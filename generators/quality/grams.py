@@ -472,22 +472,38 @@ def owner_lookup(a: sparse.csr_matrix, b: sparse.csr_matrix, owner: np.ndarray) 
     return out
 
 
+_TABLES = threading.local()
+
+
+def _table(width: int, dtype: np.dtype) -> np.ndarray:
+    """A zeroed table of `width` values of `dtype`, the thread's own, kept (its user leaves it
+    zeroed): allocating and faulting in tens of MB per lookup cost more than a small task's lookup."""
+    kept = getattr(_TABLES, "kept", None)
+    if kept is None or len(kept) < width or kept.dtype != dtype:
+        kept = _TABLES.kept = np.zeros(width, dtype=dtype)
+    return kept[:width]
+
+
 def _table_lookup(
     a: sparse.csr_matrix, b: sparse.csr_matrix, first: np.ndarray, out: np.ndarray, width: int
 ) -> np.ndarray:
     """`owner_lookup` for owners that do not decrease: each owner's row of `b` scattered into one
     dense table of `width` values, its texts' entries read from it, the table cleared again (two
     writes per context entry and one read per text entry, no search)."""
-    table = np.zeros(width, dtype=b.data.dtype)
+    table = _table(width, b.data.dtype)
     a_at, b_at = a.indptr, b.indptr
-    for o in np.flatnonzero((np.diff(first) > 0) & (np.diff(b_at) > 0)):
-        a0, a1 = int(a_at[first[o]]), int(a_at[first[o + 1]])
-        if a1 == a0:
-            continue
-        cols = b.indices[b_at[o] : b_at[o + 1]]
-        table[cols] = b.data[b_at[o] : b_at[o + 1]]
-        out[a0:a1] = table[a.indices[a0:a1]]
-        table[cols] = 0
+    try:
+        for o in np.flatnonzero((np.diff(first) > 0) & (np.diff(b_at) > 0)):
+            a0, a1 = int(a_at[first[o]]), int(a_at[first[o + 1]])
+            if a1 == a0:
+                continue
+            cols = b.indices[b_at[o] : b_at[o + 1]]
+            table[cols] = b.data[b_at[o] : b_at[o + 1]]
+            out[a0:a1] = table[a.indices[a0:a1]]
+            table[cols] = 0
+    except BaseException:
+        table[:] = 0  # interrupted: the next user gets it zeroed all the same
+        raise
     return out
 
 
@@ -538,28 +554,43 @@ def _context_idf(contexts: sparse.csr_matrix, ids: np.ndarray) -> tuple[np.ndarr
 
 
 def context_cosine(
-    texts: sparse.csr_matrix, contexts: sparse.csr_matrix, owner: np.ndarray
+    texts: sparse.csr_matrix,
+    contexts: sparse.csr_matrix,
+    owner: np.ndarray,
+    distinct: sparse.csr_matrix | None = None,
+    inverse: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per text row: the TF-IDF cosine with its owner's context row; and, per stored count of
-    `texts`, the count of that gram in the owner's context.
+    `texts`, the owner context's TF-IDF weight of that gram (0: the context lacks it).
 
     The idf is the contexts' own (smoothed: ln((1 + n) / (1 + df)) + 1 over the n contexts, so a
     gram no context has weighs the most), tf is sublinear: the score of a text depends on its
     context and its item's task only, never on which other options are shown, and is computed once
-    per task, with no context row repeated per text."""
+    per task, with no context row repeated per text. `distinct` and `inverse`: `texts` is
+    `distinct[inverse]` (a candidate offered to many items), so a text's own weights and norm are
+    found once per distinct text; only the pairing with the context is per row."""
     n = contexts.shape[0]
-    inside = owner_lookup(texts, contexts, owner)
-    idf_t, idf_c = _context_idf(contexts, texts.indices)
-    vt = (1.0 + np.log(texts.data)) * idf_t
+    own = distinct if distinct is not None and inverse is not None else texts
+    idf_t, idf_c = _context_idf(contexts, own.indices)
+    vt = (1.0 + np.log(own.data)) * idf_t
     vc = (1.0 + np.log(contexts.data)) * idf_c
-    at_ctx = np.where(inside > 0, (1.0 + np.log(np.maximum(inside, 1.0))) * idf_t, 0.0)
+    own_rows = np.repeat(np.arange(own.shape[0]), np.diff(own.indptr))
+    norm_t = np.sqrt(np.bincount(own_rows, weights=vt * vt, minlength=own.shape[0]))
+    if own is not texts:
+        assert inverse is not None
+        norm_t = norm_t[inverse]
+        lengths = np.diff(texts.indptr)
+        # each row's stored counts are its distinct row's, in the same order
+        entry = np.repeat(own.indptr[:-1][inverse] - texts.indptr[:-1], lengths) + np.arange(texts.nnz)
+        vt = vt[entry]
+    weighted = sparse.csr_matrix((vc, contexts.indices, contexts.indptr), shape=contexts.shape)
+    at_ctx = owner_lookup(texts, weighted, owner)
     rows = np.repeat(np.arange(texts.shape[0]), np.diff(texts.indptr))
     ctx_rows = np.repeat(np.arange(n), np.diff(contexts.indptr))
-    norm_t = np.sqrt(np.bincount(rows, weights=vt * vt, minlength=texts.shape[0]))
     norm_c = np.sqrt(np.bincount(ctx_rows, weights=vc * vc, minlength=n))[owner]
     dot = np.bincount(rows, weights=vt * at_ctx, minlength=texts.shape[0])
     scale = norm_t * norm_c
-    return np.where(scale > 0, dot / np.where(scale > 0, scale, 1.0), 0.0), inside
+    return np.where(scale > 0, dot / np.where(scale > 0, scale, 1.0), 0.0), at_ctx
 
 
 __all__ = [

@@ -185,7 +185,7 @@ def task_grams(items: Sequence[Item]) -> TaskGrams:
     def score(pair: tuple[str, str]) -> tuple[np.ndarray, np.ndarray | None]:
         unit, part = pair
         contexts = grams.counts(unit, [context_part(it.context, part) for it in items])
-        cos, present = grams.context_cosine(counted[unit], contexts, owner)
+        cos, present = grams.context_cosine(counted[unit], contexts, owner, distinct[unit], inverse)
         return cos.round(9), (present > 0 if pair in _SHARED else None)
 
     cosines, inside = {}, {}

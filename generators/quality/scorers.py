@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -84,6 +85,7 @@ SUITE = (
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 _POOL: dict[int, ThreadPoolExecutor] = {}
+_PREFIX = "aptforge-scorers"
 #: Threads for the independent parts of one scoring (a learned kind's folds, a task's context
 #: cosines): numpy's array work and scikit-learn's SGD epochs run without the GIL.
 THREADS = max(1, min(4, os.cpu_count() or 1))
@@ -93,12 +95,12 @@ def _map(fn: Callable[[_T], _R], args: Sequence[_T]) -> list[_R]:
     """`fn` over `args` on the module's thread pool, results in the order of `args` (so the output
     does not depend on which thread finished first). The pool is the process's own: a forked
     worker (Dask, multiprocessing) makes its own rather than wait on threads it did not inherit."""
-    if THREADS == 1 or len(args) < 2:
-        return [fn(a) for a in args]
+    if THREADS == 1 or len(args) < 2 or threading.current_thread().name.startswith(_PREFIX):
+        return [fn(a) for a in args]  # (inside the pool: waiting on it could wait forever)
     pid = os.getpid()
     if pid not in _POOL:
         _POOL.clear()
-        _POOL[pid] = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="aptforge-scorers")
+        _POOL[pid] = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix=_PREFIX)
     return list(_POOL[pid].map(fn, args))
 
 
@@ -495,44 +497,80 @@ def learned_scorer(
     texts are shown may differ), so a refit costs the SGD alone.
     """
     feats = features if features is not None else featurise(items, kind, lexical)
-    k = max(2, min(folds, len(items)))
-    fold = [fold_of(it, k, salt) for it in items]
+    return learned_scorers(items, {kind: feats}, folds, salt, min_train)[kind]
+
+
+class _Plan(NamedTuple):
+    """One kind's cross-fitting: its training rows in canonical order and each fold's slice."""
+
+    feats: Features
+    fold: list[int]
+    x: sparse.csr_matrix
+    y: np.ndarray
+    bounds: np.ndarray
+    trainable: list[bool]
+
+
+def _plan(items: Sequence[Item], feats: Features, fold: list[int], k: int, min_train: int) -> _Plan:
     # Rows in a canonical order (by fold, then items by content, options by text): the same items
     # give the same model however their options are displayed, and a fold's complement is two
     # contiguous slices of one matrix (no fancy indexing per fold).
     order = sorted(range(len(items)), key=lambda i: (fold[i], fold_of(items[i], 1 << 30), i))
     x, y = _training_rows(items, feats, order)
     per_fold = np.bincount(fold, minlength=k)
-    bounds = np.concatenate(
-        [[0], np.cumsum([sum(len(items[i].options) for i in order if fold[i] == f) for f in range(k)])]
-    )
-    width = x.shape[1]
+    sizes = np.bincount(fold, weights=[len(it.options) for it in items], minlength=k).astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    trainable = [len(items) - int(per_fold[f]) >= min_train and x.shape[1] > 0 for f in range(k)]
+    return _Plan(feats, fold, x, y, bounds, trainable)
 
-    def fit(f: int) -> np.ndarray | None:
-        lo, hi = int(bounds[f]), int(bounds[f + 1])
-        if len(items) - per_fold[f] < min_train or width == 0:
-            return None
-        xf = sparse.vstack([x[:lo], x[hi:]], format="csr")
-        yf = np.concatenate([y[:lo], y[hi:]])
-        if xf.nnz == 0 or len(set(yf.tolist())) < 2:
-            return None
-        # Logistic loss by seeded SGD: a long-text task has millions of non-zeros, where liblinear
-        # takes seconds per fold and the adversarial filter refits every round.
-        # The rows are built here (finite, CSR, float): scikit-learn's input and parameter checks,
-        # most of a small task's fitting time, are skipped (the setting is the thread's own).
-        model = SGDClassifier(loss="log_loss", alpha=1e-4, max_iter=12, tol=None, random_state=0)
-        with config_context(assume_finite=True, skip_parameter_validation=True):
-            model.fit(xf, yf)
-        return model.coef_.ravel().copy()
 
-    weights: list[np.ndarray | None] = _map(fit, list(range(k)))  # folds fitted side by side
-    n_texts = feats.stacked.shape[0]
-    per_text = np.zeros(n_texts)
-    if any(w is not None for w in weights):
-        matrix = np.column_stack([w if w is not None else np.zeros(width) for w in weights])
-        text_fold = np.repeat(np.array(fold, dtype=np.int64), np.diff(feats.offsets))
-        per_text = np.asarray(feats.stacked @ matrix)[np.arange(n_texts), text_fold].round(9)
-    return LearnedScorer(kind, fold, weights, per_text, feats.offsets)
+def _fit_fold(plan: _Plan, f: int) -> np.ndarray | None:
+    if not plan.trainable[f]:
+        return None
+    lo, hi = int(plan.bounds[f]), int(plan.bounds[f + 1])
+    x, y = plan.x, plan.y
+    xf = sparse.vstack([x[:lo], x[hi:]], format="csr")
+    yf = np.concatenate([y[:lo], y[hi:]])
+    if xf.nnz == 0 or len(set(yf.tolist())) < 2:
+        return None
+    # Logistic loss by seeded SGD: a long-text task has millions of non-zeros, where liblinear
+    # takes seconds per fold and the adversarial filter refits every round.
+    # The rows are built here (finite, CSR, float): scikit-learn's input and parameter checks,
+    # most of a small task's fitting time, are skipped (the setting is the thread's own).
+    model = SGDClassifier(loss="log_loss", alpha=1e-4, max_iter=12, tol=None, random_state=0)
+    with config_context(assume_finite=True, skip_parameter_validation=True):
+        model.fit(xf, yf)
+    return model.coef_.ravel().copy()
+
+
+def learned_scorers(
+    items: Sequence[Item],
+    features: Mapping[str, Features],
+    folds: int = 5,
+    salt: object = "",
+    min_train: int = 8,
+) -> dict[str, LearnedScorer]:
+    """`learned_scorer` of several kinds (their `featurise` rows) on the same items and folds, every
+    (kind, fold) model fitted side by side on the module's threads (no thread idles at the end of
+    one kind while another kind's folds wait)."""
+    k = max(2, min(folds, len(items)))
+    fold = [fold_of(it, k, salt) for it in items]
+    plans = {kind: _plan(items, feats, fold, k, min_train) for kind, feats in features.items()}
+    jobs = [(kind, f) for kind in plans for f in range(k)]
+    fitted = _map(lambda job: _fit_fold(plans[job[0]], job[1]), jobs)
+    out = {}
+    for kind, plan in plans.items():
+        weights = [w for (kd, _), w in zip(jobs, fitted, strict=True) if kd == kind]
+        feats = plan.feats
+        width = plan.x.shape[1]
+        n_texts = feats.stacked.shape[0]
+        per_text = np.zeros(n_texts)
+        if any(w is not None for w in weights):
+            matrix = np.column_stack([w if w is not None else np.zeros(width) for w in weights])
+            text_fold = np.repeat(np.array(fold, dtype=np.int64), np.diff(feats.offsets))
+            per_text = np.asarray(feats.stacked @ matrix)[np.arange(n_texts), text_fold].round(9)
+        out[kind] = LearnedScorer(kind, fold, weights, per_text, feats.offsets)
+    return out
 
 
 # --- the suite -----------------------------------------------------------------------------------
@@ -571,10 +609,18 @@ def suite_features(items: Sequence[Item], counted: TaskGrams | None = None) -> S
         lex,
         list(counted.chars) if counted.chars is not None else [char_similarity(it.texts) for it in items],
         [[structure_signature(t) for t in it.texts] for it in items],
-        {
-            name: featurise(items, kind, lexical=lex if kind == "pair" else None, counted=counted)
-            for name, kind in _KINDS_OF.items()
-        },
+        dict(
+            zip(
+                _KINDS_OF,
+                _map(
+                    lambda kind: featurise(
+                        items, kind, lexical=lex if kind == "pair" else None, counted=counted
+                    ),
+                    list(_KINDS_OF.values()),
+                ),
+                strict=True,
+            )
+        ),
     )
 
 
@@ -590,10 +636,7 @@ def item_views(
     are shown may differ); then only the learned rules are refitted (adversarial filtering's rounds).
     """
     feats = features if features is not None else suite_features(items)
-    learned = {
-        name: learned_scorer(items, kind, folds, salt=salt, features=feats.learned[name])
-        for name, kind in _KINDS_OF.items()
-    }
+    learned = learned_scorers(items, {name: feats.learned[name] for name in _KINDS_OF}, folds, salt=salt)
     return [
         ItemView(
             {k: v[i] for k, v in feats.lexical.items()},

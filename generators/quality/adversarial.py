@@ -65,7 +65,6 @@ from generators.quality.scorers import (
     Item,
     ItemView,
     SuiteFeatures,
-    TaskGrams,
     item_views,
     suite_features,
     task_grams,
@@ -422,16 +421,18 @@ def _credits(
     return _credit(np.concatenate(parts, axis=2))  # columns in `_ORDER`
 
 
-def _measure(state: _State, bounds: Bounds, counted: TaskGrams) -> TaskBaselines:
+def _measure(state: _State, bounds: Bounds, features: SuiteFeatures) -> TaskBaselines:
     """The baselines as the audit measures the items: their shown options only, the audit's folds
-    (the counts of every text and context, taken once for the task, are reused)."""
+    and models, on the rows the rounds built (every text and context analysed once for the task;
+    the learned rules' vectorisers are those fitted with the reserve, where the audit fits them on
+    the shown options: the validity stage measures the built items anew)."""
     return task_baselines(
         [
             Mcq(q.item_id, tuple(state.texts[i][j] for j in state.shown[i]), 0, state.contexts[i])
             for i, q in enumerate(state.questions)
         ],
         bounds,
-        counted=counted.shown(state.shown),
+        features=features.shown(state.shown),
     )
 
 
@@ -706,7 +707,7 @@ def _filter(
     kept = list(range(n))
     problems: list[Problem] = []
     if n:
-        final = _measure(state, bounds, counted._replace(chars=features.chars if features else None))
+        final = _measure(state, bounds, features or suite_features(state.items(), counted))
         per_item = [{name: final.scores[name][i] for name in RULES} for i in range(n)]
         after = {name: final.accuracy[name] for name in RULES}
         before = before or after

@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from rapidfuzz import fuzz, process
 
-from generators.quality.scorers import SUITE, Item, TaskGrams, suite_scores
+from generators.quality.scorers import SUITE, Item, SuiteFeatures, TaskGrams, suite_scores
 from generators.text import normalise
 from schemas import LETTERS, content_id
 
@@ -312,16 +312,22 @@ def bound_for(name: str, chance: float, variance: float, n: int, bounds: Bounds)
 
 
 def task_baselines(
-    items: Sequence[Mcq], bounds: Bounds | None = None, folds: int = 5, counted: TaskGrams | None = None
+    items: Sequence[Mcq],
+    bounds: Bounds | None = None,
+    folds: int = 5,
+    counted: TaskGrams | None = None,
+    features: SuiteFeatures | None = None,
 ) -> TaskBaselines:
     """Every baseline, its bound and the position statistic of one task's valid MCQ items.
 
     `counted`: the items' gram counts (`scorers.task_grams` of their options and contexts) when the
-    caller has them already (adversarial filtering), so no text is analysed twice.
+    caller has them already (adversarial filtering), so no text is analysed twice; `features`: their
+    `scorers.suite_features` (adversarial filtering's, whose vectorisers also saw the reserve).
     """
     bounds = bounds or Bounds()
     valid = [it for it in items if len(it.options) >= 2 and 0 <= it.gold_index < len(it.options)]
     counted = counted if len(valid) == len(items) else None
+    features = features if len(valid) == len(items) else None
     items = valid
     n = len(items)
     scores: dict[str, list[float]] = {name: [] for name in BASELINES}
@@ -340,7 +346,7 @@ def task_baselines(
     views = [
         Item(it.where, it.options, tuple(range(len(it.options))), it.gold_index, it.context) for it in items
     ]
-    for per_item, it in zip(suite_scores(views, folds, counted) if n else [], items, strict=True):
+    for per_item, it in zip(suite_scores(views, folds, counted, features) if n else [], items, strict=True):
         for name, values in per_item.items():
             scores[name].append(credit(values, it.gold_index))
     chance = sum(1 / len(it.options) for it in items) / n if n else 0.0

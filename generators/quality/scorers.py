@@ -593,6 +593,22 @@ class SuiteFeatures(NamedTuple):
     signatures: list[list[tuple[object, ...]]]
     learned: dict[str, Features]
 
+    def shown(self, picks: Sequence[Sequence[int]]) -> SuiteFeatures:
+        """The same rows for items that show only `picks[i]` of their texts (in that order): the
+        learned rules' vectorisers stay those fitted on every text."""
+        learned = {}
+        for name, f in self.learned.items():
+            rows = np.array([f.offsets[i] + j for i, p in enumerate(picks) for j in p], dtype=np.int64)
+            at = np.zeros(len(picks) + 1, dtype=np.int64)
+            np.cumsum([len(p) for p in picks], out=at[1:])
+            learned[name] = Features(f.sparse_part[rows], f.dense[rows], f.stacked[rows], at)
+        return SuiteFeatures(
+            {k: [v[i][list(p)] for i, p in enumerate(picks)] for k, v in self.lexical.items()},
+            [c[np.ix_(p, p)] for c, p in zip(self.chars, picks, strict=True)],
+            [[sig[j] for j in p] for sig, p in zip(self.signatures, picks, strict=True)],
+            learned,
+        )
+
 
 _KINDS_OF = {"option_lr": "option", "context_lr": "pair", "structure_lr": "structure"}
 
@@ -666,10 +682,14 @@ def rule_scores(view: ItemView, shown: Sequence[int]) -> dict[str, list[float]]:
 
 
 def suite_scores(
-    items: Sequence[Item], folds: int = 5, counted: TaskGrams | None = None
+    items: Sequence[Item],
+    folds: int = 5,
+    counted: TaskGrams | None = None,
+    features: SuiteFeatures | None = None,
 ) -> list[dict[str, list[float]]]:
-    """Per item, every suite rule's scores of its shown options (`counted`: their `task_grams`)."""
-    views = item_views(items, folds, features=suite_features(items, counted))
+    """Per item, every suite rule's scores of its shown options (`counted`: their `task_grams`;
+    `features`: their `suite_features`, when the caller has them)."""
+    views = item_views(items, folds, features=features or suite_features(items, counted))
     return [rule_scores(v, it.options) for v, it in zip(views, items, strict=True)]
 
 

@@ -73,7 +73,8 @@ class AdversarialTask(Model):
     before: dict[str, float] = Field(default_factory=dict)
     """Each rule's accuracy before any swap, as the filter scores it (vectorisers fitted with the reserve)."""
     after: dict[str, float] = Field(default_factory=dict)
-    """... and on the kept items, as the audit scores them (fitted on the shown options only)."""
+    """... and on the kept items, with the audit's folds and models (on the filter's rows: its
+    vectorisers saw the reserve too; the validity stage measures the built items anew)."""
 
 
 class AdversarialReport(Model):

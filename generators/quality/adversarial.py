@@ -27,9 +27,9 @@ and never swaps the last of them out; an item with no such candidate is not filt
 Cost: every distinct text and every context of a task is analysed once (`scorers.task_grams`:
 hashed gram counts, TF-IDF fitted and applied once per distinct text weighing as often as it occurs,
 and each text's context cosines, which do not depend on the other options shown); rounds refit the
-linear models on those counts (three folds; the closing measurement is the audit's own five, reusing
-the character similarities and structure kinds already found), the naive Bayes is a sparse
-product, and a round's first swaps are scored for all items together (items with as many options
+linear models on those counts (three folds, every kind's folds fitted side by side; the closing
+measurement is the audit's own five folds and models, on the rows the rounds built for the shown
+texts: no text is analysed or featurised again), the naive Bayes is a sparse product, and a round's first swaps are scored for all items together (items with as many options
 stacked, a bounded number of trials at a time: every item's options are still as the round found
 them), later swaps item by item. Memory is the non-zeros of the counts (never an items x
 vocabulary dense matrix).
@@ -128,7 +128,8 @@ class TaskFilter(NamedTuple):
     before: dict[str, float]
     """Each rule's accuracy before any swap, as the filter scores it (vectorisers fitted with the reserve)."""
     after: dict[str, float]
-    """... and on the kept items, as the audit scores them (fitted on the shown options only)."""
+    """... and on the kept items, with the audit's folds and models (on the filter's rows: its
+    vectorisers saw the reserve too; the validity stage measures the built items anew)."""
 
     def report(self) -> AdversarialTask:
         """The report's entry of the task."""

@@ -10,7 +10,10 @@ For each gold step the candidates are, in order of preference:
    never an all-pairs scan: a family or pool of at most `exact_below` entries is ranked exactly.
    Only entries marked `retrievable` are drawn (a task whose spec says another run's gold is never
    a valid wrong option marks none: its distractors and reserve come from its own candidates alone);
-   every entry counts in the rank plan.
+   every entry counts in the rank plan. A task may cap them per item (`TaskSpec.other_runs_per_item`:
+   distractors and reserve together, so adversarial filtering cannot swap in more; a step with fewer
+   own candidates than the options need minus the cap yields no item) and exclude some by pattern
+   (`TaskSpec.other_runs_never`).
    Code answers (patches, scripts, code windows) are never drawn from other runs at all: another
    instance's code is trivially wrong, so their distractors come from the scenario alone;
    a larger one only through the index, so each step costs the same whatever the pool size.
@@ -60,6 +63,7 @@ from generators.text import (
     tokens,
 )
 from schemas import Candidate, Distractor, GoldStep, Problem, Question, content_id
+from schemas.tasks import UnknownTask, task_spec
 
 
 class RankPlan(NamedTuple):
@@ -189,11 +193,13 @@ class PoolIndex:
         """Up to about `k` pool indexes for `step`, most similar first: its family, then the whole pool."""
         gold = tokens(step.gold)
         mh = None
+        never = never_pooled(step)
 
         def ok(i: int) -> bool:
             e = self.pool[i]
             return (
                 e.retrievable
+                and not (never is not None and never.search(e.text))
                 and e.trajectory_id != step.trajectory_id
                 and e.step_id != step.step_id
                 and (not step.group or e.group != step.group)
@@ -242,6 +248,28 @@ def pool_index(pool: Sequence[PoolEntry], need: int, seed: int, exact_below: int
                 _INDEXES.pop(next(iter(_INDEXES)))
             _INDEXES[key] = found
         return found
+
+
+def pooled_cap(step: GoldStep) -> int | None:
+    """The step's task's cap on other runs' golds per item (`TaskSpec.other_runs_per_item`), if any."""
+    try:
+        return task_spec(step.scenario, step.task).other_runs_per_item
+    except UnknownTask:
+        return None
+
+
+@lru_cache(maxsize=64)
+def _never(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def never_pooled(step: GoldStep) -> re.Pattern[str] | None:
+    """Other runs' golds the step's task never takes (`TaskSpec.other_runs_never`), if any."""
+    try:
+        pattern = task_spec(step.scenario, step.task).other_runs_never
+    except UnknownTask:
+        return None
+    return _never(pattern) if pattern else None
 
 
 class OfflineGenerator:
@@ -385,7 +413,10 @@ class OfflineGenerator:
                 taken.append(cand.text)
                 own.append(cand)
         room = need * (1 + self.reserve_factor)
-        retrieved = index.query(step, room + need) if len(own) < room else []
+        cap = pooled_cap(step)
+        retrieved = index.query(step, room + need) if len(own) < room and cap != 0 else []
+        if cap is not None and len(own) < need - cap:
+            retrieved = []  # too few of its own: no item rather than one made of other runs' steps
         if len(own) >= need:
             chosen = self._best_own(step, own, need, plan)
             picked = [Distractor(text=own[k].text, origin=own[k].origin) for k in chosen]
@@ -402,6 +433,11 @@ class OfflineGenerator:
             for i in retrieved
             if pool[i].text not in chosen_texts
         ]
+        if cap is not None:  # the cap counts the shown ones too: adversarial filtering swaps from the reserve
+            shown = sum(
+                d.origin.startswith("other_run:") and d.origin != "other_run:redundant_step" for d in picked
+            )
+            pooled = pooled[: max(0, cap - shown)]
         for d in [*rest, *pooled]:
             if len(reserve) >= need * self.reserve_factor:
                 break

@@ -92,6 +92,14 @@ class TaskSpec(Model):
     False where it never is a valid one (a whole plan of another repository, a fix naming files this
     item never shows): the scenario's own candidates are then the only source, and a step with too few
     of them yields no item. The pool still sets the task-wide rank plan (length, centrality)."""
+    other_runs_per_item: int | None = None
+    """At most this many other runs' golds among one item's distractors and reserve together (None: no
+    cap), where `other_runs_as_distractors` allows them: a step with fewer of its own candidates than
+    the options need minus the cap yields no item. For tasks where another run's gold is valid but
+    weak (off topic), so that an item is mostly its own candidates."""
+    other_runs_never: str | None = None
+    """A regex: another run's gold it matches (searched) is never drawn as a distractor (a step that
+    ends the run, where the scenario's own candidates already hold one completion at most)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskSpec:

@@ -107,3 +107,25 @@ def test_a_pool_the_task_forbids_gives_no_distractor_or_reserve_of_another_run()
     q, problem = out
     assert isinstance(q, Question) and {d.origin for d in (*q.distractors, *q.reserve)} == {"rule:e"}
     assert isinstance(problem, Problem) and problem.reason == "too_few_distractors"
+
+
+def test_a_capped_task_draws_one_other_run_at_most_and_never_what_its_pattern_excludes(monkeypatch):
+    import types
+
+    import generators.offline as offline
+
+    spec = types.SimpleNamespace(other_runs_per_item=1, other_runs_never=r"submit|shell")
+    monkeypatch.setattr(offline, "task_spec", lambda scenario, task: spec)
+    words = ["delete the cache", "rename the module", "pin numpy", "skip the tests", "reboot"]
+    own = tuple(Candidate(text=f"I need to {w}", origin="rule:e") for w in words)
+    rich = _gold(0, PLANS[0]).model_copy(update={"candidates": own})
+    fill = _gold(1, PLANS[2]).model_copy(update={"candidates": own[:2]})  # one short of the 3 needed
+    thin = _gold(2, PLANS[3]).model_copy(update={"candidates": own[:1]})  # two short: no item
+    golds = [rich, fill, thin, *(_gold(i, t) for i, t in enumerate(PLANS[4:], start=4))]
+    out = list(OfflineGenerator(seed=2).generate([rich, fill, thin], _pool(golds), 4))
+    *questions, problem = out
+    assert isinstance(problem, Problem) and problem.reason == "too_few_distractors"
+    for q in questions:
+        drawn = [d.text for d in (*q.distractors, *q.reserve) if d.origin.startswith("other_run:")]
+        assert len(drawn) <= 1 and not any("submit" in t or "shell" in t for t in drawn)
+    assert any(d.origin.startswith("other_run:") for d in questions[1].distractors)

@@ -206,6 +206,22 @@ def test_the_right_change_in_the_wrong_function_is_a_hunk_moved_where_the_same_l
     )
 
 
+def test_a_moved_hunk_has_the_heading_git_gives_its_new_place_or_is_not_made():
+    # a bare `@@` line among options whose `@@` lines name their function told the gold apart
+    seen = {n: f"line {n}" for n in range(1, 31)}
+    seen[10] = seen[24] = "    return a // b"
+    seen[15] = "    def floor_div(self, a, b):  # " + "x" * 80
+    files = [f for f in parse_patch(PATCH) if not f.is_test]
+    moved = [t for k, t in patch_mutations(files, {"calc/ops.py": seen}) if k == "wrong_location"]
+    (hunk,) = parse_patch(moved[0])[0].hunks
+    assert hunk.old_start == 21
+    heading = "def floor_div(self, a, b):  # " + "x" * 80
+    assert hunk.section == " " + heading[:80]  # git's 80 bytes, the indent left out
+    del seen[5]  # the lines shown no longer reach the top of the file or a heading: no variant
+    del seen[15]
+    assert not [t for k, t in patch_mutations(files, {"calc/ops.py": seen}) if k == "wrong_location"]
+
+
 def test_script_mutations_revert_the_check_change_the_input_and_never_break_a_name():
     script = (
         "from calc import div\nresult = div(7, 2)\nresult = div(result, 1)\nvalue = result * 2\n"

@@ -140,7 +140,7 @@ def _fit(
     return None
 
 
-@extractor("swe_issue_fix", version=7, reads={"swe"}, tasks=SPECS)
+@extractor("swe_issue_fix", version=8, reads={"swe"}, tasks=SPECS)
 class SweIssueFix:
     """Gold plans and commands from successful SWE issue-fixing runs."""
 

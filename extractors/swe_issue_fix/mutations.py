@@ -20,7 +20,9 @@ Patch mutations, each a valid diff of the gold's own files in the gold's own hun
   deletes a line it needed);
 - `wrong_location`: the hunk's change applied at another place of the same file the run displayed
   (where the removed lines also occur, or, for a pure insertion, after another line of the same
-  indentation in another function) - the right change in the wrong function;
+  indentation in another function) - the right change in the wrong function; its `@@` line has
+  the heading git gives that place (the nearest `def` / `class` above it), and a place whose
+  heading the displayed lines do not show gives no variant (a bare `@@` line was a tell);
 - `double`: two of the above at once, two per base, so the gold is not the one option all others
   are one edit away from (a base and its doubles cluster around the base).
 No variant is the gold's hunk made the other way (its added lines removed: a patch that does not
@@ -336,7 +338,27 @@ def _relocated(f: FilePatch, h: Hunk, seen: dict[int, str]) -> Iterator[Hunk]:
             *added,
             *(" " + x for x in after if x is not None),
         )
-        yield Hunk(p - 3, p - 3, h.section if removed else "", lines)
+        section = _section_at(seen, p - 3)
+        if section is None:
+            continue  # its `@@` line would show no heading where the gold's may: a tell
+        yield Hunk(p - 3, p - 3, section, lines)
+
+
+#: The heading git's Python diff driver gives a hunk: the nearest `def` / `class` line above it.
+_HEADING = re.compile(r"^[ \t]*((?:class|(?:async[ \t]+)?def)[ \t].*)$")
+
+
+def _section_at(seen: dict[int, str], first: int) -> str | None:
+    """The text after `@@ ... @@` of a hunk whose first line is `first` (git: the nearest heading
+    line above it, cut to 80 bytes and right-stripped; none at the top of a file); None when the
+    lines the run displayed do not reach such a line without a gap."""
+    n = first - 1
+    while n in seen:
+        m = _HEADING.match(seen[n])
+        if m:
+            return " " + m.group(1).encode()[:80].decode(errors="ignore").rstrip()
+        n -= 1
+    return "" if n < 1 else None
 
 
 def patch_mutations(

@@ -86,3 +86,34 @@ def test_on_120_generated_items_every_option_only_baseline_stays_within_chance_p
     assert result.chance == 0.25 and all(b == 0.35 for b in result.bounds.values())
     assert result.exceeded == [], result.accuracy
     assert result.accuracy["longest"] <= 0.32 and result.accuracy["shortest"] <= 0.32
+
+
+def test_balanced_options_keep_each_distractors_origin_beside_it():
+    # a row's `distractor_origins` are read in the order of its options (gold left out)
+    from schemas import Distractor
+
+    questions = []
+    for k in range(16):
+        texts = [f"wrong step {k}-{j}" for j in range(4)]
+        questions.append(
+            Question(
+                item_id=f"q{k:02d}",
+                scenario="swe_issue_fix",
+                trajectory_id=f"t{k}",
+                step_index=k,
+                task="plan",
+                form="mcq",
+                gold=f"gold step {k}",
+                options=(f"gold step {k}", *texts),
+                gold_index=0,
+                distractors=tuple(Distractor(text=t, origin=f"rule:{t}") for t in texts),
+                provenance=PROV,
+            )
+        )
+    balanced = balance_positions(questions, seed=5)
+    assert {q.gold_index for q in balanced} == set(range(5))  # the options did move
+    for q in balanced:
+        others = [o for i, o in enumerate(q.options) if i != q.gold_index]
+        assert [d.text for d in q.distractors] == others
+        assert [d.origin for d in q.distractors] == [f"rule:{o}" for o in others]
+    assert [q.options for q in balanced] != [q.options for q in questions]

@@ -29,9 +29,10 @@ hashed gram counts, TF-IDF fitted and applied once per distinct text weighing as
 and each text's context cosines, which do not depend on the other options shown); rounds refit the
 linear models on those counts (three folds, every kind's folds fitted side by side; the closing
 measurement is the audit's own five folds and models, on the rows the rounds built for the shown
-texts: no text is analysed or featurised again), the naive Bayes is a sparse product, and a round's first swaps are scored for all items together (items with as many options
-stacked, a bounded number of trials at a time: every item's options are still as the round found
-them), later swaps item by item. Memory is the non-zeros of the counts (never an items x
+texts: no text is analysed or featurised again), the naive Bayes is a sparse product, and a
+round's first swaps are scored for all items together (items with as many options stacked, a
+bounded number of trials at a time: every item's options are still as the round found them),
+later swaps item by item. Memory is the non-zeros of the counts (never an items x
 vocabulary dense matrix).
 
 Deterministic: items are visited in an order seeded by `seed`, round and item id; ties between

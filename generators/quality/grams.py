@@ -46,25 +46,35 @@ def char_grams(text: str, lo: int = 2, hi: int = 4) -> np.ndarray:
     The text is lower-cased, each word padded by one space (whitespace runs are one boundary), and
     an n-gram never holds a space except at its ends (as scikit-learn's `char_wb`).
     """
-    body = _SPACE.sub(" ", text.lower()).strip()
-    if not body:
-        return np.zeros(0, dtype=np.int64)
-    codes = np.frombuffer(f" {body} ".encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    return _char_ids([text], lo, hi)[0]
+
+
+def _char_ids(docs: Sequence[str], lo: int = 2, hi: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """`char_grams` of every document of `docs` in one pass, and the document of each id: the
+    documents' padded bodies are laid end to end and an n-gram is kept only where it starts and
+    ends in one document."""
+    padded = []
+    for d in docs:
+        body = _SPACE.sub(" ", d.lower()).strip()
+        padded.append(f" {body} " if body else "")
+    codes = np.frombuffer("".join(padded).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    doc = np.repeat(np.arange(len(docs), dtype=np.int64), [len(p) for p in padded])
     space = codes == 32
-    out = []
+    ids, owners = [np.zeros(0, dtype=np.uint64)], [np.zeros(0, dtype=np.int64)]
     for n in range(lo, hi + 1):
         m = len(codes) - n + 1
         if m <= 0:
             break
         h = np.full(m, np.uint64(n))
-        ok = np.ones(m, dtype=bool)
+        ok = doc[:m] == doc[n - 1 : n - 1 + m]
         for k in range(n):
             h = (h * _BASE) ^ codes[k : k + m]
             if 0 < k < n - 1:
                 ok &= ~space[k : k + m]
-        out.append(h[ok])
-    mixed = np.concatenate(out) * _MIX
-    return (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64)
+        ids.append(h[ok])
+        owners.append(doc[:m][ok])
+    mixed = np.concatenate(ids) * _MIX
+    return (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64), np.concatenate(owners)
 
 
 def _gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
@@ -123,33 +133,9 @@ def _per_doc(doc: np.ndarray, ids: np.ndarray, n_docs: int) -> list[Counts]:
     return [(gram[at[k] : at[k + 1]], counts[at[k] : at[k + 1]]) for k in range(n_docs)]
 
 
-def _char_batch(docs: Sequence[str], lo: int = 2, hi: int = 4) -> list[Counts]:
-    """`char_grams` counts of every document of `docs` in one pass: the documents' padded bodies
-    are laid end to end and an n-gram is kept only where it starts and ends in one document."""
-    padded = []
-    for d in docs:
-        body = _SPACE.sub(" ", d.lower()).strip()
-        padded.append(f" {body} " if body else "")
-    codes = np.frombuffer("".join(padded).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    doc = np.repeat(np.arange(len(docs), dtype=np.int64), [len(p) for p in padded])
-    space = codes == 32
-    ids, owners = [], []
-    for n in range(lo, hi + 1):
-        m = len(codes) - n + 1
-        if m <= 0:
-            break
-        h = np.full(m, np.uint64(n))
-        ok = doc[:m] == doc[n - 1 : n - 1 + m]
-        for k in range(n):
-            h = (h * _BASE) ^ codes[k : k + m]
-            if 0 < k < n - 1:
-                ok &= ~space[k : k + m]
-        ids.append(h[ok])
-        owners.append(doc[:m][ok])
-    if not ids:
-        return _per_doc(doc, np.zeros(0, np.int64), len(docs))
-    mixed = np.concatenate(ids) * _MIX
-    return _per_doc(np.concatenate(owners), (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64), len(docs))
+def _char_batch(docs: Sequence[str]) -> list[Counts]:
+    ids, owners = _char_ids(docs)
+    return _per_doc(owners, ids, len(docs))
 
 
 def _batches(docs: Sequence[str]) -> list[list[str]]:
@@ -165,33 +151,25 @@ def _batches(docs: Sequence[str]) -> list[list[str]]:
 
 
 def _count(
-    docs: Sequence[str],
-    batch: Callable[[Sequence[str]], list[Counts]],
-    one: Callable[[str], Counts],
-    cache: _Cache,
-    alone_from: int,
+    docs: Sequence[str], batch: Callable[[Sequence[str]], list[Counts]], cache: _Cache, alone_from: int
 ) -> sparse.csr_matrix:
     """Count rows of `docs`: each distinct document analysed once, short ones cached; documents of
-    at least `alone_from` characters one by one (`one`: their grams' sort is cheaper alone than in
-    a batch), the others batched."""
+    at least `alone_from` characters each in a batch of its own (their grams' sort is cheaper
+    alone), the others batched."""
     rows: list[Counts | None] = [cache.get(d) for d in docs]
     todo: dict[str, list[int]] = {}
     for k, (d, row) in enumerate(zip(docs, rows, strict=True)):
         if row is None:
             todo.setdefault(d, []).append(k)
-    short = [d for d in todo if len(d) < alone_from]
-    for d in todo:
-        if len(d) >= alone_from:
-            value = one(d)
-            cache.put(d, value)
-            for k in todo[d]:
-                rows[k] = value
-    for group in _batches(short):
+    groups = [[d] for d in todo if len(d) >= alone_from] + _batches([d for d in todo if len(d) < alone_from])
+    for group in groups:
         for d, value in zip(group, batch(group), strict=True):
             cache.put(d, value)
             for k in todo[d]:
                 rows[k] = value
-    return _csr([r for r in rows if r is not None])
+    counted = [r for r in rows if r is not None]
+    assert len(counted) == len(docs)
+    return _csr(counted)
 
 
 _CHAR_CACHE = _Cache()
@@ -212,7 +190,7 @@ def _csr(per: Sequence[Counts]) -> sparse.csr_matrix:
 
 def char_counts(docs: Sequence[str]) -> sparse.csr_matrix:
     """Raw character-gram counts of `docs`, one row each (columns: hashed ids, sorted)."""
-    return _count(docs, _char_batch, _gram_counts, _CHAR_CACHE, _CHAR_ALONE)
+    return _count(docs, _char_batch, _CHAR_CACHE, _CHAR_ALONE)
 
 
 _WORD_RE = re.compile(r"\w")
@@ -258,43 +236,24 @@ def word_grams(text: str) -> np.ndarray:
     as scikit-learn's word analyser), with repeats. Vectorised: each token's hash is a difference of
     prefix sums of its characters' codes times powers of a base (modulo 2**64), so no Python loop
     runs per token or per bigram."""
-    codes = np.frombuffer(text.lower().encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
-    if not len(codes):
-        return np.zeros(0, dtype=np.int64)
-    word = _word_mask(codes)
-    edge = np.diff(np.concatenate([[False], word, [False]]).astype(np.int8))
-    starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
-    if not len(starts):
-        return np.zeros(0, dtype=np.int64)
-    pw, inv = _powers(len(codes) + 1)
-    with np.errstate(over="ignore"):
-        prefix = np.concatenate(
-            [np.zeros(1, dtype=np.uint64), np.cumsum((codes + np.uint64(1)) * pw[: len(codes)])]
-        )
-        tokens = (prefix[ends] - prefix[starts]) * inv[starts] + (ends - starts).astype(np.uint64) * _MIX
-        pairs = tokens[:-1] * _BASE + (tokens[1:] ^ _PAIR)
-        mixed = np.concatenate([tokens, pairs]) * _MIX
-    return (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64)
+    return _word_ids([text])[0]
 
 
-def _word_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
-    ids, counts = np.unique(word_grams(text), return_counts=True)
-    return ids.astype(np.int32), counts.astype(np.float32)
-
-
-def _word_batch(docs: Sequence[str]) -> list[Counts]:
-    """`word_grams` counts of every document of `docs` in one pass: the lower-cased documents laid
-    end to end, NUL between them (no token holds one), a bigram kept only within one document."""
+def _word_ids(docs: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """`word_grams` of every document of `docs` in one pass, and the document of each id: the
+    lower-cased documents laid end to end, NUL between them (no token holds one), a bigram kept
+    only within one document."""
     lowered = [d.lower() for d in docs]
     codes = np.frombuffer("\x00".join(lowered).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    none = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if not len(codes):
-        return _per_doc(np.zeros(0, np.int64), np.zeros(0, np.int64), len(docs))
+        return none
     doc = np.repeat(np.arange(len(docs), dtype=np.int64), [len(x) + 1 for x in lowered])[: len(codes)]
     word = _word_mask(codes)
     edge = np.diff(np.concatenate([[False], word, [False]]).astype(np.int8))
     starts, ends = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
     if not len(starts):
-        return _per_doc(doc[:0], np.zeros(0, np.int64), len(docs))
+        return none
     pw, inv = _powers(len(codes) + 1)
     with np.errstate(over="ignore"):
         prefix = np.concatenate(
@@ -306,12 +265,22 @@ def _word_batch(docs: Sequence[str]) -> list[Counts]:
         pairs = (tokens[:-1] * _BASE + (tokens[1:] ^ _PAIR))[inside]
         mixed = np.concatenate([tokens, pairs]) * _MIX
     ids = (mixed >> np.uint64(64 - GRAM_BITS)).astype(np.int64)
-    return _per_doc(np.concatenate([owner, owner[:-1][inside]]), ids, len(docs))
+    return ids, np.concatenate([owner, owner[:-1][inside]])
+
+
+def _word_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
+    ids, counts = np.unique(word_grams(text), return_counts=True)
+    return ids.astype(np.int32), counts.astype(np.float32)
+
+
+def _word_batch(docs: Sequence[str]) -> list[Counts]:
+    ids, owners = _word_ids(docs)
+    return _per_doc(owners, ids, len(docs))
 
 
 def word_counts(docs: Sequence[str]) -> sparse.csr_matrix:
     """Raw word 1-2 gram counts of `docs`, one row each (columns: hashed ids, sorted)."""
-    return _count(docs, _word_batch, _word_counts, _WORD_CACHE, _WORD_ALONE)
+    return _count(docs, _word_batch, _WORD_CACHE, _WORD_ALONE)
 
 
 def counts(unit: str, docs: Sequence[str]) -> sparse.csr_matrix:

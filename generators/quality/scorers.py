@@ -147,9 +147,7 @@ class TaskGrams(NamedTuple):
 
     def shown(self, picks: Sequence[Sequence[int]]) -> TaskGrams:
         """The same for items that show only `picks[i]` of their texts (in that order)."""
-        rows = np.array([self.offsets[i] + j for i, p in enumerate(picks) for j in p], dtype=np.int64)
-        at = np.zeros(len(picks) + 1, dtype=np.int64)
-        np.cumsum([len(p) for p in picks], out=at[1:])
+        rows, at = picked_rows(self.offsets, picks)
         inside = {}
         for (u, part), values in self.in_context.items():
             m = self.texts[u]
@@ -167,6 +165,15 @@ class TaskGrams(NamedTuple):
             distinct,
             None if inverse is None else inverse.astype(np.int64),
         )
+
+
+def picked_rows(offsets: np.ndarray, picks: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The stacked rows of texts `picks[i]` of each item `i` (rows of item `i` start at
+    `offsets[i]`), and the offsets of the items in those rows."""
+    rows = np.array([offsets[i] + j for i, p in enumerate(picks) for j in p], dtype=np.int64)
+    at = np.zeros(len(picks) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in picks], out=at[1:])
+    return rows, at
 
 
 _SHARED = {("word", "full"), ("char", "tail")}
@@ -550,9 +557,10 @@ def learned_scorers(
     salt: object = "",
     min_train: int = 8,
 ) -> dict[str, LearnedScorer]:
-    """`learned_scorer` of several kinds (their `featurise` rows) on the same items and folds, every
-    (kind, fold) model fitted side by side on the module's threads (no thread idles at the end of
-    one kind while another kind's folds wait)."""
+    """`learned_scorer` of several kinds (their `featurise` rows, keyed by kind or by the suite
+    rule's name: the key names the scorer in the result) on the same items and folds, every (kind,
+    fold) model fitted side by side on the module's threads (no thread idles at the end of one kind
+    while another kind's folds wait)."""
     k = max(2, min(folds, len(items)))
     fold = [fold_of(it, k, salt) for it in items]
     plans = {kind: _plan(items, feats, fold, k, min_train) for kind, feats in features.items()}
@@ -598,9 +606,7 @@ class SuiteFeatures(NamedTuple):
         learned rules' vectorisers stay those fitted on every text."""
         learned = {}
         for name, f in self.learned.items():
-            rows = np.array([f.offsets[i] + j for i, p in enumerate(picks) for j in p], dtype=np.int64)
-            at = np.zeros(len(picks) + 1, dtype=np.int64)
-            np.cumsum([len(p) for p in picks], out=at[1:])
+            rows, at = picked_rows(f.offsets, picks)
             learned[name] = Features(f.sparse_part[rows], f.dense[rows], f.stacked[rows], at)
         return SuiteFeatures(
             {k: [v[i][list(p)] for i, p in enumerate(picks)] for k, v in self.lexical.items()},

@@ -141,6 +141,37 @@ def _text_params(body: str) -> dict[str, Any]:
     return args
 
 
+#: The common shape of a call, read by one `match` at its `<function=` (the fast path of
+#: `parse_text_call`): the head, then parameters, each after text holding no `<` (so no other
+#: parameter head), its value holding neither `</parameter>` nor `</function>` (so its
+#: `</parameter>` is the first one and the call's `</function>` lies after it), then text holding no
+#: `<` up to `</function>` or the end. On such a call the full parser splits at exactly these
+#: closing tags and finds exactly these heads; any other text goes to the full parser.
+_VALUE = r"((?:[^<]++|<(?!/parameter>|/function>))*+)</parameter>"
+_FAST_CALL = re.compile(
+    r"<function=([\w.\-]+)>[^<]*+<parameter=([\w.\-]+)>\n?+" + _VALUE + r"(?:([^<]*+)(</function>|\Z))?+"
+)
+_FAST_PARAM = re.compile(r"[^<]*+<parameter=([\w.\-]+)>\n?+" + _VALUE + r"(?:[^<]*+(</function>|\Z))?+")
+
+
+def _fast_text_call(content: str, start: int) -> tuple[str, str, dict[str, Any]] | None:
+    """`parse_text_call` on a call of the common shape (`_FAST_CALL`), None for any other text."""
+    m = _FAST_CALL.match(content, start)
+    if m is None:
+        return None
+    name, key, value, _, end = m.groups()
+    args: dict[str, Any] = {key: value[:-1] if value.endswith("\n") else value}
+    pos = m.end()
+    while end is None:  # more parameters
+        if (m := _FAST_PARAM.match(content, pos)) is None:
+            return None
+        key, value = m.group(1, 2)
+        args[key] = value[:-1] if value.endswith("\n") else value
+        end = m.group(3)
+        pos = m.end()
+    return content[:start].strip(), name, args
+
+
 def parse_text_call(content: str) -> tuple[str, str, dict[str, Any]] | None:
     """Split a SWE-smith assistant message into (thought, tool, args); None without a call.
 
@@ -149,6 +180,14 @@ def parse_text_call(content: str) -> tuple[str, str, dict[str, Any]] | None:
     start = content.find(_FUNC_OPEN)
     if start < 0:
         return None
+    fast = _fast_text_call(content, start)
+    if fast is not None:
+        return fast
+    return _full_text_call(content, start)
+
+
+def _full_text_call(content: str, start: int) -> tuple[str, str, dict[str, Any]] | None:
+    """`parse_text_call` on any text, the `<function=` at `start`."""
     head = _FUNC_HEAD.match(content, start)
     if head is None:
         return None

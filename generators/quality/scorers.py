@@ -225,7 +225,8 @@ def lexical_scores(items: Sequence[Item], counted: TaskGrams | None = None) -> d
 
 def char_similarity(texts: Sequence[str]) -> np.ndarray:
     """(d): pairwise character-level Indel similarity in [0, 1] of raw texts."""
-    return process.cdist(list(texts), list(texts), scorer=fuzz.ratio, workers=1).astype(np.float64) / 100.0
+    texts = list(texts)  # one list as queries and choices: rapidfuzz then scores each pair once
+    return process.cdist(texts, texts, scorer=fuzz.ratio, workers=1).astype(np.float64) / 100.0
 
 
 def mean_to_others(sims: np.ndarray, shown: Sequence[int]) -> list[float]:

@@ -7,13 +7,14 @@ with an outcome that says whether the run succeeded and which signal decided it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
 from schemas.base import Model
 
 Label = Literal["success", "failure", "unknown"]
+M = TypeVar("M", bound=BaseModel)
 
 
 class Action(Model):
@@ -50,17 +51,12 @@ _set_dict = _SLOTS["__dict__"].__set__
 _set_fields_set = _SLOTS["__pydantic_fields_set__"].__set__
 _set_extra = _SLOTS["__pydantic_extra__"].__set__
 _set_private = _SLOTS["__pydantic_private__"].__set__
+_ACTION_SET = frozenset({"tool", "args", "raw"})
+_STEP_SET = frozenset({"index", "thought", "action", "observation"})
 
-
-def _built(model: type[Model], values: dict[str, Any], fields_set: set[str]) -> Any:
-    # what pydantic-core leaves on a validated instance: the field values in field order, the fields
-    # given, no extras (`extra="forbid"`), no private attributes (these models declare none)
-    obj = _new(model)
-    _set_dict(obj, values)
-    _set_fields_set(obj, fields_set)
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+# What pydantic-core leaves on a validated instance, and so what the builders below leave: the
+# field values in field order (`__dict__`), the fields given (a fresh set), no extras
+# (`extra="forbid"`), no private attributes (these models declare none).
 
 
 def trusted_action(tool: str, args: dict[str, Any], raw: str) -> Action:
@@ -70,7 +66,12 @@ def trusted_action(tool: str, args: dict[str, Any], raw: str) -> Action:
     over); the instance is the one validation would give (equal, same fields set, same dump), at a
     fraction of the cost. Anything of unchecked type goes through `Action(...)`.
     """
-    return _built(Action, {"tool": tool, "args": args, "raw": raw, "call_id": None}, {"tool", "args", "raw"})
+    obj = _new(Action)
+    _set_dict(obj, {"tool": tool, "args": args, "raw": raw, "call_id": None})
+    _set_fields_set(obj, set(_ACTION_SET))
+    _set_extra(obj, None)
+    _set_private(obj, None)
+    return obj
 
 
 def trusted_step(index: int, thought: str, action: Action | None, observation: str | None) -> Step:
@@ -79,11 +80,60 @@ def trusted_step(index: int, thought: str, action: Action | None, observation: s
     As `trusted_action`: the caller guarantees an `int` index, `str` thought, an `Action` (itself
     validated or trusted) or None, a `str` observation or None.
     """
-    return _built(
-        Step,
-        {"index": index, "thought": thought, "action": action, "observation": observation},
-        {"index", "thought", "action", "observation"},
-    )
+    obj = _new(Step)
+    _set_dict(obj, {"index": index, "thought": thought, "action": action, "observation": observation})
+    _set_fields_set(obj, set(_STEP_SET))
+    _set_extra(obj, None)
+    _set_private(obj, None)
+    return obj
+
+
+class _Plan:
+    """How `trusted_model` fills a model: every field's default in field order, the required
+    fields, the fields whose default comes from a factory."""
+
+    __slots__ = ("defaults", "factories", "required")
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.defaults: dict[str, Any] = {}
+        self.required: set[str] = set()
+        self.factories: dict[str, Any] = {}
+        for name, field in model.model_fields.items():
+            self.defaults[name] = None if field.is_required() else field.default
+            if field.is_required():
+                self.required.add(name)
+            elif field.default_factory is not None:
+                self.factories[name] = field.default_factory
+
+
+_PLANS: dict[type[BaseModel], _Plan] = {}
+
+
+def trusted_model(model: type[M], values: dict[str, Any]) -> M:
+    """`model(**values)` built without validation, for a reader's hot path.
+
+    The caller guarantees that every value is of its field's type exactly (`str` for `str`, not a
+    subclass; models of the field's class, built by validation or by these builders; dicts with
+    `str` keys) and meets the field's constraints; anything it has not checked goes through
+    `model(**values)`. Fields not given take their default as validation does (the default object
+    itself, a fresh value of a factory). Raises TypeError for an unknown or missing field.
+    """
+    plan = _PLANS.get(model)
+    if plan is None:
+        plan = _PLANS[model] = _Plan(model)
+    fields = {**plan.defaults, **values}  # field order, the given values over the defaults
+    if len(fields) != len(plan.defaults) or not plan.required <= values.keys():
+        raise TypeError(f"{model.__name__}: unknown or missing fields in {sorted(values)}")
+    if plan.factories:
+        for name, factory in plan.factories.items():
+            if name not in values:
+                fields[name] = factory()
+    obj = _new(model)
+    _set_dict(obj, fields)
+    _set_fields_set(obj, set(values))
+    _set_extra(obj, None)
+    _set_private(obj, None)
+    return obj
 
 
 class Outcome(Model):

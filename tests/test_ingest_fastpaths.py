@@ -1,7 +1,7 @@
 """The ingest hot path's shortcuts give exactly what the slow definitions give.
 
-`trusted_step` / `trusted_action` build models without validation (their callers guarantee the
-types): the instances must be those validation builds. `content_id` writes plain str/int parts
+`trusted_step` / `trusted_action` / `trusted_model` build models without validation (their callers
+guarantee the types): the instances must be those validation builds. `content_id` writes plain str/int parts
 without `json.dumps`: the ids must be the ones `json.dumps` canonicalisation gives.
 """
 
@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from extractors.base import Origin
 from extractors.readers.swe_rows import SweRows
-from schemas import Action, Step, content_id
-from schemas.trajectory import trusted_action, trusted_step
+from schemas import Action, Outcome, Source, Step, Trajectory, content_id
+from schemas.trajectory import trusted_action, trusted_model, trusted_step
 
 
 def _validated_pair() -> tuple[Step, Step]:
@@ -105,3 +105,98 @@ def test_swe_rows_steps_validate_to_themselves() -> None:
     for step in traj.steps:
         again = Step.model_validate(step.model_dump())
         assert again == step and again.model_dump_json() == step.model_dump_json()
+
+
+def _same_instance(built, validated) -> None:
+    """`built` is what validation gives: equal, same field order, fields set, types and dump."""
+    assert type(built) is type(validated)
+    assert built == validated
+    assert list(built.__dict__) == list(validated.__dict__)
+    assert built.model_fields_set == validated.model_fields_set
+    assert [type(v) for v in built.__dict__.values()] == [type(v) for v in validated.__dict__.values()]
+    assert built.model_dump_json() == validated.model_dump_json()
+    assert built.__pydantic_extra__ is None and built.__pydantic_private__ is None
+
+
+def test_trusted_model_is_the_validated_one() -> None:
+    outcome = {"label": "success", "signal": "row:resolved", "reason": "resolved"}
+    _same_instance(trusted_model(Outcome, outcome), Outcome(**outcome))
+    _same_instance(trusted_model(Outcome, {}), Outcome())
+    source = {"format": "swe_rows", "reader_version": 1, "file": "a.jsonl", "line": 3, "native_id": "n"}
+    _same_instance(trusted_model(Source, source), Source(**source))
+    values = {
+        "trajectory_id": "t",
+        "kind": "swe",
+        "task": "fix",
+        "source": trusted_model(Source, source),
+        "steps": (trusted_step(0, "x", None, None),),
+        "tool_set": ({"name": "bash"},),
+    }
+    built = trusted_model(Trajectory, values)
+    _same_instance(built, Trajectory(**values))
+    assert (
+        built.meta == {} and built.meta is not trusted_model(Trajectory, values).meta
+    )  # a fresh factory value
+    assert built.outcome is Trajectory.model_fields["outcome"].default  # the default object, as validation
+    with pytest.raises(TypeError):
+        trusted_model(Outcome, {"labl": "success"})
+    with pytest.raises(TypeError):
+        trusted_model(Source, {"format": "x"})  # `file` missing
+
+
+class _Str(str):
+    pass
+
+
+def _row(**extra) -> dict:
+    row = {
+        "instance_id": "acme__pkg.1",
+        "traj_id": "acme__pkg.1.0",
+        "resolved": True,
+        "patch": "diff",
+        "messages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "<pr_description>\nfix it\n</pr_description>"},
+            {
+                "role": "assistant",
+                "content": "go\n<function=bash>\n<parameter=command>ls</parameter>\n</function>",
+            },
+            {"role": "user", "content": "OBSERVATION:\na.py"},
+        ],
+    }
+    row.update(extra)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("row", "origin"),
+    [
+        (_row(), Origin("rows.jsonl", 1, "rows.jsonl")),
+        (_row(resolved="False", exit_status="submitted"), Origin("rows.jsonl", None, "rows.jsonl")),
+        (_row(resolved=None), Origin("rows.jsonl", 2, "rows.jsonl")),
+        (
+            _row(tools=[{"name": "bash", "parameters": {"x": 1}}, "junk"]),
+            Origin("rows.jsonl", 1, "rows.jsonl"),
+        ),
+        # values validation converts or refuses: the reader takes the validated path
+        (_row(model=_Str("claude")), Origin("rows.jsonl", 1, "rows.jsonl")),
+        (_row(patch=_Str("diff")), Origin("rows.jsonl", 1, "rows.jsonl")),
+        (_row(), Origin(_Str("rows.jsonl"), True, "rows.jsonl")),  # type: ignore[arg-type]
+    ],
+)
+def test_swe_rows_trajectory_is_the_validated_one(row: dict, origin: Origin) -> None:
+    """A SWE row's Trajectory (built trusted when its values are exactly typed) is what validating
+    the same values gives (a trusted build of unconverted values would differ in a type)."""
+    traj = SweRows().read(row, origin)
+    values = {k: getattr(traj, k) for k in traj.model_fields_set}
+    source = {k: getattr(traj.source, k) for k in traj.source.model_fields_set}
+    outcome = {k: getattr(traj.outcome, k) for k in traj.outcome.model_fields_set}
+    expected = Trajectory(**{**values, "source": Source(**source), "outcome": Outcome(**outcome)})
+    _same_instance(traj, expected)
+    _same_instance(traj.source, expected.source)
+    _same_instance(traj.outcome, expected.outcome)
+
+
+def test_swe_rows_refuses_what_validation_refuses() -> None:
+    with pytest.raises(ValidationError):
+        SweRows().read(_row(tools=[{1: "x"}]), Origin("rows.jsonl", 1, "rows.jsonl"))

@@ -160,7 +160,7 @@ def _clean_calls(draw: st.DrawFn) -> str:
     params = draw(
         st.lists(
             st.tuples(
-                st.sampled_from(["command", "path", "old_str", "a.b-c", "x y", ""]),
+                st.sampled_from(["command", "path", "old_str", "a.b-c", "x y", "", "né", "x\u0661"]),
                 st.sampled_from(["", "\n"]),
                 st.lists(_VALUE_PIECES, max_size=8).map("".join),
                 st.sampled_from(["", "\n", "\n\n"]),
@@ -175,7 +175,7 @@ def _clean_calls(draw: st.DrawFn) -> str:
     )
     close = draw(st.sampled_from(["\n</function>", "</function>", "", "\n", "\n</function> tail", "\n<x>"]))
     thought = draw(st.sampled_from(["", "I will look.\n\n", "  a <b> c  ", "<function", "</function>"]))
-    name = draw(st.sampled_from(["bash", "str_replace_editor", "a.b-c", "x y", ""]))
+    name = draw(st.sampled_from(["bash", "str_replace_editor", "a.b-c", "x y", "", "ñame"]))
     return f"{thought}<function={name}>{body}{close}"
 
 
@@ -212,6 +212,7 @@ def test_fast_call_path_reads_the_common_shapes() -> None:
         "<function=bash>\n<parameter=command>ls</parameter>\n<junk>\n</function>",
         "<function=submit>\n</function>",
         "<function=bash><parameter=command>a</function>b</parameter>",
+        "<function=bäsh>\n<parameter=command>ls</parameter>\n</function>",  # a non-ASCII name
     ):
         start = content.find("<function=")
         assert _fast_text_call(content, start) is None

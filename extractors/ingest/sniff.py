@@ -47,11 +47,26 @@ def _sniffer(cls: Any) -> Any:
     return cls()
 
 
-def sniff_reader(readers: Mapping[str, Any], data: Any) -> Any | None:
-    """The first reader (in priority order) whose sniff accepts `data`."""
+Sniffs = tuple[tuple[Any, Any], ...]
+
+
+def sniffs_of(readers: Mapping[str, Any]) -> Sniffs:
+    """(reader class, its sniff) in priority order: what `sniff_reader` tries, looked up once per file
+    (a reader that cannot be built is left out: its sniff could accept nothing)."""
+    found = []
     for cls in readers.values():
         try:
-            if _sniffer(cls).sniff(data):
+            found.append((cls, _sniffer(cls).sniff))
+        except Exception:  # a sniff must never stop the run
+            continue
+    return tuple(found)
+
+
+def sniff_reader(readers: Mapping[str, Any], data: Any, sniffs: Sniffs | None = None) -> Any | None:
+    """The first reader (in priority order) whose sniff accepts `data` (`sniffs`: `sniffs_of(readers)`)."""
+    for cls, sniff in sniffs_of(readers) if sniffs is None else sniffs:
+        try:
+            if sniff(data):
                 return cls
         except Exception:  # a sniff must never stop the run
             continue
@@ -59,11 +74,11 @@ def sniff_reader(readers: Mapping[str, Any], data: Any) -> Any | None:
 
 
 def read_record(
-    readers: Mapping[str, Any], rec: Record, forced: str | None = None
+    readers: Mapping[str, Any], rec: Record, forced: str | None = None, sniffs: Sniffs | None = None
 ) -> Trajectory | Problem | FoundVerdict | FoundGold | list[FoundVerdict] | None:
-    """Read one record; None for a skipped artefact."""
+    """Read one record; None for a skipped artefact (`sniffs`: `sniffs_of(readers)`, when known)."""
     where = str(rec.origin)
-    cls = readers.get(forced) if forced else sniff_reader(readers, rec.data)
+    cls = readers.get(forced) if forced else sniff_reader(readers, rec.data, sniffs)
     if cls is None:
         try:
             verdicts = [FoundVerdict(v, rec.origin) for v in parse_report(rec.data, rec.origin)]
@@ -112,11 +127,12 @@ def read_file(
     readers: Mapping[str, Any], file: str, forced: str | None = None, root: str | None = None
 ) -> Iterator[Trajectory | Problem | FoundVerdict | FoundGold]:
     """Read every record of one file (`root`: the input folder it was found under, for stable ids)."""
+    sniffs = None if forced else sniffs_of(readers)
     for rec in iter_records(file, root):
         if isinstance(rec, Problem):
             yield rec
             continue
-        out = read_record(readers, rec, forced)
+        out = read_record(readers, rec, forced, sniffs)
         if out is None:
             continue
         if isinstance(out, list):

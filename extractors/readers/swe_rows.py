@@ -22,7 +22,7 @@ from extractors.readers._text import (
     text_of,
 )
 from schemas import Action, Outcome, Source, Step, Trajectory, content_id
-from schemas.trajectory import trusted_action, trusted_step
+from schemas.trajectory import trusted_action, trusted_model, trusted_step
 
 _OBS_PREFIX = "OBSERVATION:\n"
 
@@ -38,10 +38,14 @@ def _messages(record: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
             f"`{'messages' if style == 'messages' else 'trajectory'}` must be a list, "
             f"got {type(msgs).__name__}",
         )
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict):
-            raise ReadError("wrong_type", f"message {i} must be an object, got {type(m).__name__}")
+    if set(map(type, msgs)) - _DICT:  # one pass in C for the common case; the message at fault named
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict):
+                raise ReadError("wrong_type", f"message {i} must be an object, got {type(m).__name__}")
     return msgs, style
+
+
+_DICT = frozenset({dict})
 
 
 def _content(m: dict[str, Any], style: str) -> str:
@@ -68,6 +72,7 @@ def _steps(msgs: list[dict[str, Any]], style: str) -> tuple[tuple[Step, ...], bo
     ai_role = "ai" if style == "nebius" else "assistant"
     plain = style == "messages"
     steps: list[Step] = []
+    append = steps.append
     thought, action, started = "", None, False
     obs: list[str] = []
     seen_task = False
@@ -75,7 +80,8 @@ def _steps(msgs: list[dict[str, Any]], style: str) -> tuple[tuple[Step, ...], bo
         role = m.get("role")
         if role == ai_role:
             if started:
-                steps.append(trusted_step(len(steps), thought, action, _observation(obs)))
+                observation = (obs[0] if len(obs) == 1 else "\n".join(obs)) if obs else None
+                append(trusted_step(len(steps), thought, action, observation))
                 obs = []
             started = True
             content = m.get("content")
@@ -97,7 +103,7 @@ def _steps(msgs: list[dict[str, Any]], style: str) -> tuple[tuple[Step, ...], bo
         elif role == "user":
             seen_task = True
     if started:
-        steps.append(trusted_step(len(steps), thought, action, _observation(obs)))
+        append(trusted_step(len(steps), thought, action, _observation(obs)))
     return tuple(steps), seen_task
 
 
@@ -135,7 +141,7 @@ class SweRows:
         if not isinstance(record, dict) or "history" in record:
             return False
         has_msgs = "messages" in record or "trajectory" in record
-        has_id = any(k in record for k in ("resolved", "target", "instance_id"))
+        has_id = "resolved" in record or "target" in record or "instance_id" in record
         return has_msgs and has_id and "trajectory_format" not in record and "query_answer" not in record
 
     def read(self, record: dict[str, Any], origin: Origin) -> Trajectory:
@@ -155,12 +161,15 @@ class SweRows:
             if isinstance(report, dict):
                 flag, verdict_key = as_bool(report.get("resolved")), "test_result.report.resolved"
         outcome = (
-            Outcome()
+            trusted_model(Outcome, {})
             if flag is None
-            else Outcome(
-                label="success" if flag else "failure",
-                signal=f"row:{verdict_key}",
-                reason="resolved" if flag else "unresolved",
+            else trusted_model(
+                Outcome,
+                {
+                    "label": "success" if flag else "failure",
+                    "signal": f"row:{verdict_key}",
+                    "reason": "resolved" if flag else "unresolved",
+                },
             )
         )
         instance_id = str(record.get("instance_id") or "")
@@ -180,25 +189,52 @@ class SweRows:
             patch = record["test_result"].get("git_patch")
         tools = jsonish(record.get("tools"))
         tool_set = tuple(t for t in tools if isinstance(t, dict)) if isinstance(tools, list) else ()
-        return Trajectory(
-            trajectory_id=content_id(self.name, origin.id_path, native or origin.line),
-            kind="swe",
-            task=extract_issue(prompt),
-            system_prompt=system,
-            prompt=prompt,
-            steps=steps,
-            outcome=outcome,
-            source=Source(
-                format=self.name,
-                reader_version=self.version,
-                file=origin.file,
-                line=origin.line,
-                agent=agent,
-                model=model,
-                instance_id=instance_id,
-                native_id=native,
-            ),
-            patch=patch if isinstance(patch, str) else None,
-            tool_set=tool_set,
-            meta={k: record[k] for k in ("exit_status",) if k in record},
-        )
+        source = {
+            "format": self.name,
+            "reader_version": self.version,
+            "file": origin.file,
+            "line": origin.line,
+            "agent": agent,
+            "model": model,
+            "instance_id": instance_id,
+            "native_id": native,
+        }
+        task = extract_issue(prompt)
+        values = {
+            "trajectory_id": content_id(self.name, origin.id_path, native or origin.line),
+            "kind": "swe",
+            "task": task,
+            "system_prompt": system,
+            "prompt": prompt,
+            "steps": steps,
+            "outcome": outcome,
+            "source": source,
+            "patch": patch if isinstance(patch, str) else None,
+            "tool_set": tool_set,
+            "meta": {k: record[k] for k in ("exit_status",) if k in record},
+        }
+        if _exact(source, values, tool_set):
+            # every value of the field's type exactly (checked here, or by construction): validation
+            # would only copy them
+            values["source"] = trusted_model(Source, source)
+            return trusted_model(Trajectory, values)
+        values["source"] = Source(**source)
+        return Trajectory(**values)
+
+
+def _exact(source: dict[str, Any], values: dict[str, Any], tool_set: tuple[Any, ...]) -> bool:
+    """Whether a row's values are of their fields' types exactly (no `str` subclass, no bool line,
+    tools with `str` keys), as `trusted_model` needs; otherwise validation converts or refuses them."""
+    line, patch = source["line"], values["patch"]
+    return (
+        type(source["file"]) is str
+        and type(source["model"]) is str
+        and type(source["instance_id"]) is str
+        and type(source["native_id"]) is str
+        and (line is None or type(line) is int)
+        and type(values["task"]) is str
+        and type(values["system_prompt"]) is str
+        and type(values["prompt"]) is str
+        and (patch is None or type(patch) is str)
+        and all(type(t) is dict and all(type(k) is str for k in t) for t in tool_set)
+    )

@@ -124,6 +124,27 @@ def test_a_failure_that_never_went_away_gives_no_error_item():
     assert golds == [] and [p.reason for p in problems] == ["no_eligible_steps"]
 
 
+def test_a_directory_change_naming_the_missing_path_is_never_the_whole_fix():
+    # SUPER bert-lnl: `%cd data/AG_News/txt_data`, then a code cell writes train.txt; the cd alone was the gold
+    missing = (
+        'Traceback (most recent call last):\n  File "/content/widget/train.py", line 4, in <module>\n'
+        "    open('data/txt/train.txt')\nFileNotFoundError: [Errno 2] No such file or directory: "
+        "'data/txt/train.txt'\n"
+    )
+    cd_then_cell = [
+        _sh("python train.py", missing, None),
+        _sh("cd data/txt"),
+        {"kind": "code", "command": "open('train.txt', 'w').write('x')", "output": "", "exit_code": 0},
+        _sh("cd /content/widget"),
+        _sh("python train.py", "epoch 1 loss 0.2\n", None),
+    ]
+    golds, problems = _golds(_traj(cd_then_cell), "error")
+    assert golds == [] and [p.reason for p in problems] == ["no_eligible_steps"]
+    made_there = [*cd_then_cell[:2], _sh("touch data/txt/train.txt"), *cd_then_cell[3:]]
+    golds, _ = _golds(_traj(made_there), "error")  # a step that makes the path is the fix, cd or not
+    assert [g.gold for g in golds] == ["1. Run `cd data/txt`\n2. Run `touch data/txt/train.txt`"]
+
+
 def test_fixes_that_failed_in_other_runs_become_distractors_of_the_same_repo():
     failed_run = _traj(
         [

@@ -8,7 +8,9 @@ file), never by last line. The fix is the *minimal* set of state-changing steps 
 failure and that re-run that target what the traceback names: an install of the missing module
 or of a package the traceback passes through, an edit of a repository file of the traceback (or
 of the failing command), a corrected re-run, a command naming the missing path. When no step
-between them targets the error, nothing shows which step fixed it: no pair. Fix attempts after
+between them targets the error, nothing shows which step fixed it: no pair. A step that only
+changes directory (`cd data/x`, naming the missing path) never is the whole fix: the files appear
+through later steps (a code cell writing them), so a fix of moves alone is no pair. Fix attempts after
 which the same error came back, and fix commands that themselves failed, are the pair's *failed
 fixes*: observed wrong, they are distractors of the question.
 """
@@ -183,6 +185,15 @@ def _same_file(a: str, b: str) -> bool:
     return bool(a and b) and (a == b or a.endswith("/" + b) or b.endswith("/" + a))
 
 
+_MOVES = frozenset({"cd", "%cd", "pushd", "popd", "chdir"})
+
+
+def moves_only(step: EnvStep) -> bool:
+    """A shell step that only changes directory (every segment a `cd`, `pushd` or `popd`)."""
+    parts = [words(p) for p in segments(step.command)] if step.kind == "shell" else []
+    return bool(parts) and all(w and w[0] in _MOVES for w in parts)
+
+
 def targets(step: EnvStep, err: ErrorId, failing: EnvStep) -> bool:
     """Does a state-changing step act on what the error names (its module, files, path, packages)?"""
     files = [*err.repo_files(), *_command_files(failing.command)]
@@ -246,6 +257,8 @@ def error_pairs(run: EnvSetupRun) -> list[ErrorPair]:
                 continue
             between = _actions(run, last, r.i, key)
             good = tuple(s.i for s in between if not s.failed and targets(s, err, f))
+            if all(moves_only(steps[i]) for i in good):
+                good = ()  # a directory change alone fixes nothing (the fix is a step not read)
             failed_fixes += [
                 (s.i,) for s in between if s.failed and (targets(s, err, f) or _FIX_LIKE.match(s.command))
             ]

@@ -88,6 +88,24 @@ def trusted_step(index: int, thought: str, action: Action | None, observation: s
     return obj
 
 
+def trusted_call_step(
+    index: int, thought: str, tool: str, args: dict[str, Any], raw: str, observation: str | None
+) -> Step:
+    """`trusted_step(index, thought, trusted_action(tool, args, raw), observation)` in one call (the
+    same guarantees on the types)."""
+    action = _new(Action)
+    _set_dict(action, {"tool": tool, "args": args, "raw": raw, "call_id": None})
+    _set_fields_set(action, set(_ACTION_SET))
+    _set_extra(action, None)
+    _set_private(action, None)
+    obj = _new(Step)
+    _set_dict(obj, {"index": index, "thought": thought, "action": action, "observation": observation})
+    _set_fields_set(obj, set(_STEP_SET))
+    _set_extra(obj, None)
+    _set_private(obj, None)
+    return obj
+
+
 class _Plan:
     """How `trusted_model` fills a model: every field's default in field order, the required
     fields, the fields whose default comes from a factory."""

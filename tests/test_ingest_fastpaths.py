@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from extractors.base import Origin
 from extractors.readers.swe_rows import SweRows
 from schemas import Action, Outcome, Source, Step, Trajectory, content_id
-from schemas.trajectory import trusted_action, trusted_model, trusted_step
+from schemas.trajectory import trusted_action, trusted_call_step, trusted_model, trusted_step
 
 
 def _validated_pair() -> tuple[Step, Step]:
@@ -200,3 +200,18 @@ def test_swe_rows_trajectory_is_the_validated_one(row: dict, origin: Origin) -> 
 def test_swe_rows_refuses_what_validation_refuses() -> None:
     with pytest.raises(ValidationError):
         SweRows().read(_row(tools=[{1: "x"}]), Origin("rows.jsonl", 1, "rows.jsonl"))
+
+
+def test_trusted_call_step_is_step_and_action_built_apart() -> None:
+    args = {"command": "view", "path": "/a.py"}
+    built = trusted_call_step(
+        2, "look", "str_replace_editor", dict(args), "str_replace_editor view /a.py", None
+    )
+    validated = Step(
+        index=2,
+        thought="look",
+        action=Action(tool="str_replace_editor", args=dict(args), raw="str_replace_editor view /a.py"),
+        observation=None,
+    )
+    _same_instance(built, validated)
+    _same_instance(built.action, validated.action)

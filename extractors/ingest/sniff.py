@@ -77,7 +77,6 @@ def read_record(
     readers: Mapping[str, Any], rec: Record, forced: str | None = None, sniffs: Sniffs | None = None
 ) -> Trajectory | Problem | FoundVerdict | FoundGold | list[FoundVerdict] | None:
     """Read one record; None for a skipped artefact (`sniffs`: `sniffs_of(readers)`, when known)."""
-    where = str(rec.origin)
     cls = readers.get(forced) if forced else sniff_reader(readers, rec.data, sniffs)
     if cls is None:
         try:
@@ -92,7 +91,7 @@ def read_record(
             return None
         keys = ", ".join(sorted(rec.data)[:8]) if isinstance(rec.data, dict) else type(rec.data).__name__
         return Problem(
-            where=where,
+            where=str(rec.origin),
             stage="read",
             reason="unknown_format",
             detail=f"no reader recognises this record (top-level: {keys})",
@@ -100,23 +99,28 @@ def read_record(
     try:
         return cls().read(rec.data, rec.origin)
     except ReadError as exc:
-        return Problem(where=where, stage="read", reason=exc.reason, detail=f"{cls.name}: {exc.detail}")
+        return Problem(
+            where=str(rec.origin), stage="read", reason=exc.reason, detail=f"{cls.name}: {exc.detail}"
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         return Problem(
-            where=where, stage="read", reason="wrong_type", detail=f"{cls.name}: {loc}: {first['msg']}"
+            where=str(rec.origin),
+            stage="read",
+            reason="wrong_type",
+            detail=f"{cls.name}: {loc}: {first['msg']}",
         )
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
         return Problem(
-            where=where,
+            where=str(rec.origin),
             stage="read",
             reason="malformed_record",
             detail=f"{cls.name}: {type(exc).__name__}: {exc}",
         )
     except Exception as exc:  # anything else a reader trips on (RecursionError...) is quarantined too
         return Problem(
-            where=where,
+            where=str(rec.origin),
             stage="read",
             reason="reader_error",
             detail=f"{cls.name}: {type(exc).__name__}: {exc}",

@@ -81,15 +81,23 @@ def _between(text: str, open_tag: str, close_tag: str) -> str | None:
     return None if end < 0 else text[start:end].strip()
 
 
+def _without_pr_prefix(text: str) -> str:
+    # the anchored prefix can only match where the text starts with its words (a cheap test first)
+    return _PR_PREFIX.sub("", text) if text.startswith(_PR_WORDS) else text
+
+
+_PR_WORDS = "Consider the following PR description:"
+
+
 def extract_issue(prompt: str) -> str:
     """The issue text inside an agent's task prompt (`<pr_description>`, `ISSUE:` ...)."""
     for open_tag, close_tag in _ISSUE_TAGS:
         inner = _between(prompt, open_tag, close_tag)
         if inner:
-            return _PR_PREFIX.sub("", inner)
+            return _without_pr_prefix(inner)
     m = _ISSUE.search(prompt)
     if m and m.group(1).strip():
-        return _PR_PREFIX.sub("", m.group(1).strip())
+        return _without_pr_prefix(m.group(1).strip())
     return prompt.strip()
 
 

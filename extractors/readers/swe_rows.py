@@ -8,6 +8,7 @@ Label: the row's own verdict column (`resolved` or `target`, bools or "True"/"Fa
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from extractors.base import Origin, ReadError, reader
@@ -22,7 +23,7 @@ from extractors.readers._text import (
     text_of,
 )
 from schemas import Action, Outcome, Source, Step, Trajectory, content_id
-from schemas.trajectory import trusted_action, trusted_model, trusted_step
+from schemas.trajectory import trusted_call_step, trusted_model, trusted_step
 
 _OBS_PREFIX = "OBSERVATION:\n"
 
@@ -56,16 +57,12 @@ def _content(m: dict[str, Any], style: str) -> str:
     return text_of(m.get("content"))
 
 
-def _observation(obs: list[str]) -> str | None:
-    return (obs[0] if len(obs) == 1 else "\n".join(obs)) if obs else None
-
-
 def _steps(msgs: list[dict[str, Any]], style: str) -> tuple[tuple[Step, ...], bool]:
     """The steps of a run (one per assistant message, with the tool output after it) and whether a
     user message came before the first.
 
     The ingest hot path: one pass, a SWE-smith text call parsed inline, each Step and its Action
-    built without validation (`trusted_step` / `trusted_action`): every value is of its field's type
+    built without validation (`trusted_step` / `trusted_call_step`): every value is of its field's type
     by construction (texts are `str` or `text_of` raised, the index an int, args a fresh dict of
     strings), so pydantic could only copy them, at twice the cost of the rest of the pass.
     """
@@ -73,37 +70,54 @@ def _steps(msgs: list[dict[str, Any]], style: str) -> tuple[tuple[Step, ...], bo
     plain = style == "messages"
     steps: list[Step] = []
     append = steps.append
-    thought, action, started = "", None, False
-    obs: list[str] = []
+    thought, action, call, started = "", None, None, False
+    obs: str | list[str] | None = None  # one observation, or several (joined by newlines)
     seen_task = False
     for m in msgs:
         role = m.get("role")
         if role == ai_role:
             if started:
-                observation = (obs[0] if len(obs) == 1 else "\n".join(obs)) if obs else None
-                append(trusted_step(len(steps), thought, action, observation))
-                obs = []
+                observation = obs if obs is None or type(obs) is str else "\n".join(obs)
+                if call is None:
+                    append(trusted_step(len(steps), thought, action, observation))
+                else:  # a text call: its Action built with its Step
+                    append(trusted_call_step(len(steps), thought, *call, observation))
+                obs = None
             started = True
             content = m.get("content")
             if (
                 plain
                 and type(content) is str
                 and m.get("tool_calls") is None
-                and (call := parse_text_call(content)) is not None
+                and (parsed := parse_text_call(content)) is not None
             ):
-                thought, name, args = call
+                thought, name, args = parsed
                 command = args.get("command")
-                raw = command if name == "bash" and type(command) is str else render_call(name, args)
-                action = trusted_action(name, args, raw)
+                call = (
+                    name,
+                    args,
+                    command if name == "bash" and type(command) is str else render_call(name, args),
+                )
             else:
                 thought, action = _assistant_parts(m, style)
+                call = None
         elif started and (role == "user" or role == "tool"):
             content = m.get("content") if plain else None
-            obs.append((content if type(content) is str else _content(m, style)).removeprefix(_OBS_PREFIX))
+            text = (content if type(content) is str else _content(m, style)).removeprefix(_OBS_PREFIX)
+            if obs is None:
+                obs = text
+            elif type(obs) is str:
+                obs = [obs, text]
+            else:
+                obs.append(text)
         elif role == "user":
             seen_task = True
     if started:
-        append(trusted_step(len(steps), thought, action, _observation(obs)))
+        observation = obs if obs is None or type(obs) is str else "\n".join(obs)
+        if call is None:
+            append(trusted_step(len(steps), thought, action, observation))
+        else:
+            append(trusted_call_step(len(steps), thought, *call, observation))
     return tuple(steps), seen_task
 
 
@@ -160,18 +174,7 @@ class SweRows:
             report = record["test_result"].get("report")
             if isinstance(report, dict):
                 flag, verdict_key = as_bool(report.get("resolved")), "test_result.report.resolved"
-        outcome = (
-            trusted_model(Outcome, {})
-            if flag is None
-            else trusted_model(
-                Outcome,
-                {
-                    "label": "success" if flag else "failure",
-                    "signal": f"row:{verdict_key}",
-                    "reason": "resolved" if flag else "unresolved",
-                },
-            )
-        )
+        outcome = _outcome(flag, verdict_key)
         instance_id = str(record.get("instance_id") or "")
         native = str(
             record.get("traj_id")
@@ -220,6 +223,22 @@ class SweRows:
             return trusted_model(Trajectory, values)
         values["source"] = Source(**source)
         return Trajectory(**values)
+
+
+@lru_cache(maxsize=16)
+def _outcome(flag: bool | None, verdict_key: str | None) -> Outcome:
+    """A row's Outcome: one of a few, each built once (models are frozen, so runs may share one, as
+    every run without a verdict shares the field's default)."""
+    if flag is None:
+        return trusted_model(Outcome, {})
+    return trusted_model(
+        Outcome,
+        {
+            "label": "success" if flag else "failure",
+            "signal": f"row:{verdict_key}",
+            "reason": "resolved" if flag else "unresolved",
+        },
+    )
 
 
 def _exact(source: dict[str, Any], values: dict[str, Any], tool_set: tuple[Any, ...]) -> bool:

@@ -329,3 +329,28 @@ def test_super_plan_golds_hold_no_shell_syntax_or_comment_words(super_plan_quest
         steps = _steps(g.gold)
         assert not [s for s in steps if re.fullmatch(r"Run (?:for|do|done|if|fi|then|while)", s)], g.gold
         assert "#" not in g.gold.replace("#egg", ""), g.gold
+
+
+def test_dropping_a_package_another_installed_one_requires_is_no_wrong_plan():
+    from extractors.swe_env_setup.plan_variants import carried, plan_edits
+
+    assert carried("numpy", ["faiss-gpu", "einops-exts"]) and carried("filelock", ["transformers[torch]>=4"])
+    assert not carried("einops-exts", ["einops", "numpy"]) and not carried("numpy", ["torch"])
+    plan = [
+        PlanStep("Clone the repository acme/widget", "clone", ()),
+        PlanStep(
+            "Install the Python packages einops-exts, faiss-gpu, numpy",
+            "install",
+            (),
+            ("einops-exts", "faiss-gpu", "numpy"),
+        ),
+        PlanStep("Run the script train.py", "run", ()),
+    ]
+    drops = [
+        e
+        for e in plan_edits(plan, {1: 2, 2: -1}, "", "widget", [], random.Random(0))
+        if e.kind == "wrong_package" and len(e.step.packages) == 2
+    ]
+    wrong = {next(p for p in plan[1].packages if p not in e.step.packages): e.wrong for e in drops}
+    # numpy comes with faiss-gpu: the plan without it still works; einops-exts and faiss-gpu do not
+    assert wrong == {"numpy": False, "einops-exts": True, "faiss-gpu": True}, wrong

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from extractors.swe_env_setup.errors import norm_name
 from extractors.swe_env_setup.plan import is_wrong, similarity
 from extractors.swe_env_setup.steps import PlanStep, render_plan
 
@@ -135,9 +136,62 @@ def _swap_path(step: PlanStep, old: str, new: str, repo_dir: str) -> PlanStep | 
     return None
 
 
+#: Packages that others install as hard requirements (their published install metadata): dropping
+#: one from an install while a package that requires it is installed leaves a plan that still works,
+#: so it is no wrong plan ("all the dependencies but numpy" beside faiss and pandas).
+_REQUIRED_BY: dict[str, frozenset[str]] = {
+    name: frozenset(carriers.split())
+    for name, carriers in {
+        "numpy": "pandas scipy scikit-learn matplotlib opencv-python opencv-python-headless faiss-cpu "
+        "faiss-gpu torchvision transformers datasets accelerate h5py numba tensorflow jax seaborn "
+        "statsmodels scikit-image evaluate gensim librosa",
+        "scipy": "scikit-learn statsmodels scikit-image gensim librosa",
+        "joblib": "scikit-learn nltk librosa",
+        "threadpoolctl": "scikit-learn",
+        "filelock": "torch transformers datasets huggingface-hub",
+        "pandas": "datasets seaborn statsmodels evaluate",
+        "tqdm": "transformers datasets nltk huggingface-hub evaluate",
+        "requests": "transformers datasets huggingface-hub",
+        "pyyaml": "transformers accelerate huggingface-hub",
+        "packaging": "transformers accelerate huggingface-hub matplotlib",
+        "regex": "transformers nltk",
+        "tokenizers": "transformers",
+        "safetensors": "transformers accelerate",
+        "huggingface-hub": "transformers datasets accelerate tokenizers evaluate",
+        "torch": "accelerate torchvision torchaudio",
+        "einops": "einops-exts",
+        "pillow": "matplotlib torchvision scikit-image",
+        "pyarrow": "datasets",
+        "typing-extensions": "torch",
+        "sympy": "torch",
+        "networkx": "torch scikit-image",
+        "jinja2": "torch",
+        "fsspec": "torch datasets huggingface-hub",
+    }.items()
+}
+
+
+def _bare(package: str) -> str:
+    """A requirement's distribution name, normalised (`transformers[torch]>=4` -> `transformers`)."""
+    return norm_name(re.split(r"[\[=<>!~ ;]", package.strip(), maxsplit=1)[0])
+
+
+def carried(package: str, installed: Iterable[str]) -> bool:
+    """Whether another of the `installed` requirements installs `package` as a hard requirement."""
+    carriers = _REQUIRED_BY.get(_bare(package), frozenset())
+    return any(_bare(p) in carriers for p in installed)
+
+
 def _package_edits(
-    k: int, s: PlanStep, versions: dict[str, list[str]], required: bool, rng: random.Random
+    k: int,
+    s: PlanStep,
+    versions: dict[str, list[str]],
+    required: bool,
+    rng: random.Random,
+    installed: Sequence[str] = (),
 ) -> list[PlanEdit]:
+    """Wrong package edits of install step `k`: a package dropped (wrong where the step is required
+    and no other of the plan's `installed` packages requires it), a pin changed."""
     out: list[PlanEdit] = []
     pkgs = list(s.packages)
     listed = ", ".join(pkgs)
@@ -156,7 +210,9 @@ def _package_edits(
         m = _PIN.match(p)
         name = m.group(1) if m else p
         if len(pkgs) > 1:
-            out.append(PlanEdit("wrong_package", k, with_packages(pkgs[:i] + pkgs[i + 1 :]), wrong=required))
+            rest = [*pkgs[:i], *pkgs[i + 1 :]]
+            wrong = required and not carried(p, [q for q in installed if q != p])
+            out.append(PlanEdit("wrong_package", k, with_packages(rest), wrong=wrong))
         if m and m.group(2) == "==":  # the run pinned it: another version, or none, is the wrong one
             others = [v for v in versions.get(name.lower(), []) if v != m.group(3)]
             new = [f"{name}=={others[0]}"] if others else []
@@ -259,9 +315,10 @@ def plan_edits(
             if (m := _PIN.match(p)) and m.group(2) == "==":
                 versions.setdefault(m.group(1).lower(), set()).add(m.group(3))
     seen = {a: sorted(v) for a, v in versions.items()}
+    installed = [p for s in plan if s.category == "install" for p in s.packages]
     for k, s in enumerate(plan):
         if s.category == "install" and s.packages:
-            out += _package_edits(k, s, seen, k in required, rng)
+            out += _package_edits(k, s, seen, k in required, rng, installed)
     alien = _alien_installs(plan, foreign, files_text, rng)
     installs = sorted(
         (k for k, s in enumerate(plan) if s.category in {"install", "deps"}), key=lambda k: k not in required

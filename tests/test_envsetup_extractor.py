@@ -145,6 +145,20 @@ def test_a_directory_change_naming_the_missing_path_is_never_the_whole_fix():
     assert [g.gold for g in golds] == ["1. Run `cd data/txt`\n2. Run `touch data/txt/train.txt`"]
 
 
+def test_an_edit_fix_shows_every_line_it_adds():
+    from extractors.swe_env_setup.errors import fix_lines
+    from schemas.envsetup import FileEdit
+
+    # SUPER unsupervisedhierarchicalsymbolicregression: `import matplotlib` alone was shown as the fix
+    edit = FileEdit(
+        path="train.py",
+        before="from config import names\n",
+        after="from config import names\n\nimport matplotlib\nmatplotlib.use('Agg')\n",
+    )
+    run = run_of(_traj([{"kind": "edit", "command": "edit train.py", "edit": edit}]).meta)
+    assert fix_lines(run, (0,)) == ["In `train.py`, add `import matplotlib` and `matplotlib.use('Agg')`"]
+
+
 def test_fixes_that_failed_in_other_runs_become_distractors_of_the_same_repo():
     failed_run = _traj(
         [

@@ -163,7 +163,7 @@ class FixLibrary(NamedTuple):
     """`(run_id, install step)` of every labelled run's plan (`plan` distractors of other repositories)."""
 
 
-@extractor("swe_env_setup", version=7, reads={"envsetup"}, tasks=SPECS)
+@extractor("swe_env_setup", version=8, reads={"envsetup"}, tasks=SPECS)
 class SweEnvSetup:
     """Gold commands, fixes and plans from successful environment-setup runs."""
 

@@ -279,7 +279,7 @@ def error_pairs(run: EnvSetupRun) -> list[ErrorPair]:
     return pairs
 
 
-def _short(text: str, limit: int = 0) -> str:
+def _short(text: str) -> str:
     """Whitespace collapsed; never cut (an over-long line makes `render_fix` drop the fix)."""
     return " ".join(text.split())
 
@@ -324,15 +324,23 @@ def _edit_fix(s: EnvStep, root: str = "") -> list[str]:
     path = repo_path(s.edit.path, root)
     old = [ln.strip() for ln in s.edit.before.split("\n") if ln.strip()]
     new = [ln.strip() for ln in s.edit.after.split("\n") if ln.strip()]
-    removed = [x for x in old if x not in new]
-    added = [x for x in new if x not in old]
+    # every changed line, in order (`import matplotlib` alone is not the fix `matplotlib.use('Agg')`
+    # completes); a fix too long to show whole is dropped by `render_fix`
+    removed = _lines([x for x in old if x not in new])
+    added = _lines([x for x in new if x not in old])
     if removed and added:
-        return [f"In `{path}`, change `{_short(removed[0], 90)}` to `{_short(added[0], 90)}`"]
+        return [f"In `{path}`, change {removed} to {added}"]
     if added:
-        return [f"In `{path}`, add `{_short(added[0], 90)}`"]
+        return [f"In `{path}`, add {added}"]
     if removed:
-        return [f"In `{path}`, remove `{_short(removed[0], 90)}`"]
+        return [f"In `{path}`, remove {removed}"]
     return []  # no line changed that can be shown: the edit says nothing
+
+
+def _lines(lines: list[str]) -> str:
+    """Code lines as an instruction's object: each in backticks, the last joined by `and`."""
+    quoted = [f"`{_short(x)}`" for x in dict.fromkeys(lines)]
+    return ", ".join(quoted[:-1]) + (" and " if len(quoted) > 1 else "") + quoted[-1] if quoted else ""
 
 
 def fix_lines(run: EnvSetupRun, indices: tuple[int, ...], rerun_of: int | None = None) -> list[str]:

@@ -54,9 +54,17 @@ _set_private = _SLOTS["__pydantic_private__"].__set__
 _ACTION_SET = frozenset({"tool", "args", "raw"})
 _STEP_SET = frozenset({"index", "thought", "action", "observation"})
 
-# What pydantic-core leaves on a validated instance, and so what the builders below leave: the
-# field values in field order (`__dict__`), the fields given (a fresh set), no extras
-# (`extra="forbid"`), no private attributes (these models declare none).
+
+def _built(model: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
+    # what pydantic-core leaves on a validated instance: the field values in field order
+    # (`__dict__`), the fields given (a fresh set), no extras (`extra="forbid"`), no private
+    # attributes (these models declare none)
+    obj = _new(model)
+    _set_dict(obj, values)
+    _set_fields_set(obj, fields_set)
+    _set_extra(obj, None)
+    _set_private(obj, None)
+    return obj
 
 
 def trusted_action(tool: str, args: dict[str, Any], raw: str) -> Action:
@@ -66,12 +74,7 @@ def trusted_action(tool: str, args: dict[str, Any], raw: str) -> Action:
     over); the instance is the one validation would give (equal, same fields set, same dump), at a
     fraction of the cost. Anything of unchecked type goes through `Action(...)`.
     """
-    obj = _new(Action)
-    _set_dict(obj, {"tool": tool, "args": args, "raw": raw, "call_id": None})
-    _set_fields_set(obj, set(_ACTION_SET))
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+    return _built(Action, {"tool": tool, "args": args, "raw": raw, "call_id": None}, set(_ACTION_SET))
 
 
 def trusted_step(index: int, thought: str, action: Action | None, observation: str | None) -> Step:
@@ -80,12 +83,8 @@ def trusted_step(index: int, thought: str, action: Action | None, observation: s
     As `trusted_action`: the caller guarantees an `int` index, `str` thought, an `Action` (itself
     validated or trusted) or None, a `str` observation or None.
     """
-    obj = _new(Step)
-    _set_dict(obj, {"index": index, "thought": thought, "action": action, "observation": observation})
-    _set_fields_set(obj, set(_STEP_SET))
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+    values = {"index": index, "thought": thought, "action": action, "observation": observation}
+    return _built(Step, values, set(_STEP_SET))
 
 
 def trusted_call_step(
@@ -93,17 +92,9 @@ def trusted_call_step(
 ) -> Step:
     """`trusted_step(index, thought, trusted_action(tool, args, raw), observation)` in one call (the
     same guarantees on the types)."""
-    action = _new(Action)
-    _set_dict(action, {"tool": tool, "args": args, "raw": raw, "call_id": None})
-    _set_fields_set(action, set(_ACTION_SET))
-    _set_extra(action, None)
-    _set_private(action, None)
-    obj = _new(Step)
-    _set_dict(obj, {"index": index, "thought": thought, "action": action, "observation": observation})
-    _set_fields_set(obj, set(_STEP_SET))
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+    action = _built(Action, {"tool": tool, "args": args, "raw": raw, "call_id": None}, set(_ACTION_SET))
+    values = {"index": index, "thought": thought, "action": action, "observation": observation}
+    return _built(Step, values, set(_STEP_SET))
 
 
 class _Plan:
@@ -146,12 +137,7 @@ def trusted_model(model: type[M], values: dict[str, Any]) -> M:
         for name, factory in plan.factories.items():
             if name not in values:
                 fields[name] = factory()
-    obj = _new(model)
-    _set_dict(obj, fields)
-    _set_fields_set(obj, set(values))
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+    return _built(model, fields, set(values))
 
 
 class Outcome(Model):

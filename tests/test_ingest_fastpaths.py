@@ -80,25 +80,15 @@ def test_content_id_is_the_json_canonical_hash(parts: tuple) -> None:
 def test_swe_rows_steps_validate_to_themselves() -> None:
     """Every trusted Step a SWE-smith row gives is what validating its own dump gives."""
     call = "<function=str_replace_editor>\n<parameter=command>view</parameter>\n<parameter=path>/a.py</parameter>\n</function>"
-    row = {
-        "instance_id": "acme__pkg.1",
-        "traj_id": "acme__pkg.1.0",
-        "resolved": True,
-        "messages": [
-            {"role": "system", "content": "sys"},
-            {"role": "user", "content": "<pr_description>\nfix it\n</pr_description>"},
-            {
-                "role": "assistant",
-                "content": "first\n\n<function=bash>\n<parameter=command>ls</parameter>\n</function>",
-            },
-            {"role": "user", "content": "OBSERVATION:\na.py"},
-            {"role": "assistant", "content": "then " + call},
-            {"role": "tool", "content": "one"},
-            {"role": "user", "content": [{"type": "text", "text": "two"}]},
-            {"role": "assistant", "content": "no call here"},
-            {"role": "assistant", "content": "```\nls -la\n```"},
-        ],
-    }
+    row = _row()
+    row["messages"][2]["content"] = "first\n\n<function=bash>\n<parameter=command>ls</parameter>\n</function>"
+    row["messages"] += [
+        {"role": "assistant", "content": "then " + call},
+        {"role": "tool", "content": "one"},
+        {"role": "user", "content": [{"type": "text", "text": "two"}]},
+        {"role": "assistant", "content": "no call here"},
+        {"role": "assistant", "content": "```\nls -la\n```"},
+    ]
     traj = SweRows().read(row, Origin("rows.jsonl", 1, "rows.jsonl"))
     assert [s.index for s in traj.steps] == [0, 1, 2, 3]
     assert traj.steps[1].observation == "one\ntwo" and traj.steps[2].observation is None

@@ -14,7 +14,7 @@ export DO_NOT_TRACK ?= 1
 
 AUDIT_OUT ?=
 
-.PHONY: audit-real setup build-swe build-swe-env-setup build-envsetup build-dr golden review publish-swe publish-swe-env-setup publish-envsetup publish-dr serve eval-demo test lint bench clean
+.PHONY: audit-real browser setup build-swe build-swe-env-setup build-envsetup build-dr golden review publish-swe publish-swe-env-setup publish-envsetup publish-dr serve eval-demo test lint bench clean
 
 setup: $(STAMP)
 
@@ -58,8 +58,19 @@ serve: setup
 eval-demo: setup  # offline: SWE sample release, n-gram stand-in completions server, eval on both protocols
 	$(BIN)/python -m flows.eval_demo
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest
+
+CHROMIUM ?= /usr/bin/chromium
+
+browser:  # the browser tests drive Debian's headless Chromium: installed with apt-get where it is absent and apt-get can, else a one-line error
+	@[ -x $(CHROMIUM) ] || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium for the browser tests (apt-get)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+	      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	  fi; \
+	  [ -x $(CHROMIUM) ] || { echo "make test: $(CHROMIUM) is missing and could not be installed: run 'sudo apt-get install chromium' (the browser tests need it)" >&2; exit 1; }; }
 
 lint: setup  # style, complexity (C901) and the layering contract of pyproject's [tool.importlinter]
 	$(BIN)/ruff check .

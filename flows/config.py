@@ -283,6 +283,10 @@ class AdversarialConfig(_Config):
     """A rule counts as solving a task while its accuracy is above chance + slack."""
     drop: bool = True
     """Drop items a rule still solves when it ends over its bound (`adversarial.too_easy` problems)."""
+    max_drop: float = Field(0.3, ge=0, le=0.9)
+    """At most this share of a task is dropped so; a task the reserve cannot fix beyond it stays flagged
+    (publish refuses it) rather than shrinking without a limit. AFLite drops more: raise it for a
+    source whose candidates a learned rule still separates after the rounds."""
     block_items: int = Field(1000, ge=50)
     """A task of more items is filtered in seeded blocks of about this many, each on its own (memory
     bounded by a block, time linear in the task)."""

@@ -177,7 +177,14 @@ def adversarial_stage(
         return [q.model_copy(update={"reserve": ()}) if q.reserve else q for q in questions], [], {}
     tasks = {q.task for q in questions}
     bounds = {t: bounds_of(config.quality, t) for t in tasks}
-    settings = Settings(rounds=af.rounds, folds=af.folds, slack=af.slack, drop=af.drop, block=af.block_items)
+    settings = Settings(
+        rounds=af.rounds,
+        folds=af.folds,
+        slack=af.slack,
+        drop=af.drop,
+        max_drop=af.max_drop,
+        block=af.block_items,
+    )
     return adversarial_filter(questions, config.seed, settings, bounds)
 
 

@@ -13,7 +13,7 @@ For each gold step the candidates are, in order of preference:
    every entry counts in the rank plan. A task may cap them per item (`TaskSpec.other_runs_per_item`:
    distractors and reserve together, so adversarial filtering cannot swap in more; a step with fewer
    own candidates than the options need minus the cap yields no item) and exclude some by pattern
-   (`TaskSpec.other_runs_never`).
+   (`TaskSpec.other_runs_never`; `TaskSpec.other_runs_not_beside` where the gold matches it too).
    Code answers (patches, scripts, code windows) are never drawn from other runs at all: another
    instance's code is trivially wrong, so their distractors come from the scenario alone;
    a larger one only through the index, so each step costs the same whatever the pool size.
@@ -264,12 +264,16 @@ def _never(pattern: str) -> re.Pattern[str]:
 
 
 def never_pooled(step: GoldStep) -> re.Pattern[str] | None:
-    """Other runs' golds the step's task never takes (`TaskSpec.other_runs_never`), if any."""
+    """Other runs' golds the step never takes, if any: its task's `TaskSpec.other_runs_never`, and
+    `TaskSpec.other_runs_not_beside` where the step's own gold matches it."""
     try:
-        pattern = task_spec(step.scenario, step.task).other_runs_never
+        spec = task_spec(step.scenario, step.task)
     except UnknownTask:
         return None
-    return _never(pattern) if pattern else None
+    beside = spec.other_runs_not_beside
+    if beside and _never(beside).search(step.gold):
+        return _never(f"(?:{beside})|(?:{spec.other_runs_never})" if spec.other_runs_never else beside)
+    return _never(spec.other_runs_never) if spec.other_runs_never else None
 
 
 class OfflineGenerator:

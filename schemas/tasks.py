@@ -100,6 +100,10 @@ class TaskSpec(Model):
     other_runs_never: str | None = None
     """A regex: another run's gold it matches (searched) is never drawn as a distractor (a step that
     ends the run, where the scenario's own candidates already hold one completion at most)."""
+    other_runs_not_beside: str | None = None
+    """A regex: where the gold matches it (searched), another run's gold that matches it too is never
+    drawn: the two are the same step whatever their wording (an argument-free completion beside an
+    argument-free completion gold)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskSpec:

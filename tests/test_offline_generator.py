@@ -114,7 +114,9 @@ def test_a_capped_task_draws_one_other_run_at_most_and_never_what_its_pattern_ex
 
     import generators.offline as offline
 
-    spec = types.SimpleNamespace(other_runs_per_item=1, other_runs_never=r"submit|shell")
+    spec = types.SimpleNamespace(
+        other_runs_per_item=1, other_runs_never=r"submit|shell", other_runs_not_beside=None
+    )
     monkeypatch.setattr(offline, "task_spec", lambda scenario, task: spec)
     words = ["delete the cache", "rename the module", "pin numpy", "skip the tests", "reboot"]
     own = tuple(Candidate(text=f"I need to {w}", origin="rule:e") for w in words)
@@ -129,3 +131,31 @@ def test_a_capped_task_draws_one_other_run_at_most_and_never_what_its_pattern_ex
         drawn = [d.text for d in (*q.distractors, *q.reserve) if d.origin.startswith("other_run:")]
         assert len(drawn) <= 1 and not any("submit" in t or "shell" in t for t in drawn)
     assert any(d.origin.startswith("other_run:") for d in questions[1].distractors)
+
+
+def test_another_runs_step_of_the_golds_own_kind_is_never_drawn_beside_it(monkeypatch):
+    import types
+
+    import generators.offline as offline
+
+    spec = types.SimpleNamespace(
+        other_runs_per_item=None, other_runs_never=None, other_runs_not_beside=r"submit"
+    )
+    monkeypatch.setattr(offline, "task_spec", lambda scenario, task: spec)
+    texts = [*PLANS, "I need to submit the fix now", "I need to submit the patch for review"]
+    golds = [_gold(i, t) for i, t in enumerate(texts)]
+    out = {
+        q.gold: q
+        for q in OfflineGenerator(seed=4, reserve_factor=3).generate(golds, _pool(golds), 4)
+        if isinstance(q, Question)
+    }
+    assert {"I need to submit the changes", "I need to submit the fix now"} <= set(out)
+
+    def drawn(gold: str) -> list[str]:
+        q = out[gold]
+        return [d.text for d in (*q.distractors, *q.reserve) if d.origin.startswith("other_run:")]
+
+    for gold in ("I need to submit the changes", "I need to submit the fix now"):
+        assert drawn(gold) and not any("submit" in t for t in drawn(gold))  # a submit gold: no other submit
+    # beside a gold of another kind, another run's submit is a wrong option like any other
+    assert any("submit" in t for g in out if "submit" not in g for t in drawn(g))

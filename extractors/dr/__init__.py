@@ -14,7 +14,7 @@ observation; `final_answer`, `gold_answer`. Produces gold steps for
   `redundant_steps`; their other steps may be as valid as the gold and are never taken). No
   candidate is the gold's call again (`same_call`: the same tool with the same query or page), and
   at most one completes the run among gold and candidates (`one_completion`).
-  `group` is the query (runs answering the same question share it: their steps may be right).
+  `group` is the question (runs answering it share it, in any language: their steps may be right).
 - `summ_ans` (completion): only when the answer (or a gold alias) appears in the context as shown,
   after truncation (an observation holding it keeps that passage in view, `truncate_around`), else
   an `answer_not_in_context` Problem; gold = the run's final answer, short (the agent's answer, else the
@@ -279,7 +279,19 @@ def query_key(query: str) -> str:
 SameQuery = dict[str, tuple[tuple[str, dict[str, Any]], ...]]
 
 
-@extractor("dr", version=3, reads={"dr"}, tasks=SPECS)
+def question_group(traj: Trajectory) -> str:
+    """The question a run answers, shared by every run of it (their steps may be right, so none is
+    another's distractor): APTBench's `traj_id` numbers the question across its models and its
+    English and Chinese versions (`Qi Xi(齐溪)'s husband ...` and `齐溪2022年时的丈夫 ...` are both 246),
+    elsewhere the query text."""
+    if traj.source.format == "aptbench_dr":
+        _, _, question = (traj.source.native_id or "").rpartition("/")
+        if question:
+            return content_id("dr-question", "aptbench", question)
+    return content_id("dr-query", traj.task)
+
+
+@extractor("dr", version=4, reads={"dr"}, tasks=SPECS)
 class DeepResearch:
     """Gold next steps and final answers from successful deep-research runs."""
 
@@ -361,7 +373,7 @@ class DeepResearch:
             fields,
             options.seed,
             candidates=candidates,
-            group=content_id("dr-query", traj.task),
+            group=question_group(traj),
         )
 
     def _summ_ans(

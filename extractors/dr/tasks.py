@@ -7,6 +7,9 @@ declared beside this module in `aptbench_prompts.yaml` (discovery folds it into 
 
 from __future__ import annotations
 
+import re
+
+from extractors.dr.wording import COMPLETION_TOOLS
 from schemas import TaskSpec
 
 DATASET = "deepresearch"
@@ -39,6 +42,14 @@ SPECS: dict[str, TaskSpec] = {
             "each wrong step is plausible for this trajectory without stating its own flaw."
         ),
         split_by_language=True,
+        # another run's argument-free completion is never a distractor to an argument-free completion
+        # gold: it is the same call whatever its planning says (129 of 613 APTBench items showed
+        # another run's `task_complete` beside theirs); a completion carrying another answer differs
+        other_runs_not_beside=(
+            r'"execution": \{"name": "(?:'
+            + "|".join(sorted(map(re.escape, COMPLETION_TOOLS)))
+            + r')", "args": \{\}\}'
+        ),
     ),
     "summ_ans": TaskSpec(
         dataset=DATASET,

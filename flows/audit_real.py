@@ -155,7 +155,14 @@ def audit_real(
         timings[name] = {**report.timings_s, "total": round(time.perf_counter() - started, 1)}
         rows += validity_rows(report)
         print(f"built {name} in {timings[name]['total']}s: {report.questions_by_task}", file=sys.stderr)
+        if not report.counts.trajectories_read:
+            sources = ", ".join(s.path for s in config.sources)
+            raise EmptyBuild(f"{path}: no run read from {sources} (see {report.output_dir}/quarantine.jsonl)")
     return rows, timings
+
+
+class EmptyBuild(RuntimeError):
+    """An audit build that read no run: its validity would be measured on nothing."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -164,14 +171,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output root (default: a temporary folder)")
     parser.add_argument("--markdown", type=Path, default=ROOT / "bench" / "validity.md")
     args = parser.parse_args(argv)
-    os.environ.setdefault("APTFORGE_SHARED", str(ROOT.parent / "shared"))
+    # a relative $APTFORGE_SHARED (CI's `../shared`) names a folder from where the command runs, never
+    # from the config's own folder, where `configs/real/*.yaml` would resolve it
+    os.environ["APTFORGE_SHARED"] = str(
+        Path(os.environ.get("APTFORGE_SHARED") or ROOT.parent / "shared").resolve()
+    )
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")  # a busy machine
     if not Path(os.environ["APTFORGE_SHARED"]).is_dir():
         print(f"no shared folder at {os.environ['APTFORGE_SHARED']} (set APTFORGE_SHARED)", file=sys.stderr)
         return 2
     configs = sorted(args.configs.glob("*.yaml"))
     with tempfile.TemporaryDirectory(prefix="aptforge-audit-real-") as tmp:
-        rows, timings = audit_real(configs, args.out or Path(tmp))
+        try:
+            rows, timings = audit_real(configs, args.out or Path(tmp))
+        except EmptyBuild as exc:
+            print(f"audit-real: {exc}", file=sys.stderr)
+            return 2
     text = validity_markdown(rows, timings)
     write_text(args.markdown, text)
     print(text)

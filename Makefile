@@ -61,7 +61,8 @@ eval-demo: setup  # offline: SWE sample release, n-gram stand-in completions ser
 test: setup browser
 	$(BIN)/python -m pytest
 
-CHROMIUM ?= /usr/bin/chromium
+# the path the browser tests launch (tests/test_annotations_browser.py, tests/test_quality_report.py)
+CHROMIUM := /usr/bin/chromium
 
 browser:  # the browser tests drive Debian's headless Chromium: installed with apt-get where it is absent and apt-get can, else a one-line error
 	@[ -x $(CHROMIUM) ] || { \

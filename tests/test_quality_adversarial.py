@@ -359,3 +359,53 @@ def test_a_task_larger_than_a_block_is_filtered_block_by_block_within_its_bounds
     assert st.replaced > 0 and st.after["longest"] <= after.bounds["longest"]
     again = adversarial_filter(questions, seed=3, settings=settings)
     assert [q.options for q in again[0]] == [q.options for q in out] and again[2] == stats
+
+
+def test_the_pair_rows_begin_with_the_option_rows_and_training_rows_centre_the_dense_part_in_place():
+    from scipy import sparse
+
+    from generators.quality import adversarial as af
+    from generators.quality import scorers
+
+    rng = random.Random(12)
+    questions = [_gold_similar(rng, k) for k in range(10)] + [_gold_longest(rng, k + 50) for k in range(10)]
+    items = af._State(questions, af._InContext()).items()
+    counted = scorers.task_grams(items)
+    lexical = scorers.lexical_scores(items, counted)
+    both = scorers.featurise_kinds(items, ["pair", "option"], lexical, counted)
+    for kind, feats in both.items():  # computed together, or each on its own: the same rows
+        alone = scorers.featurise(items, kind, lexical if kind == "pair" else None, counted)
+        assert (feats.rows != alone.rows).nnz == 0 and np.array_equal(feats.dense, alone.dense)
+    option, pair = both["option"], both["pair"]
+    width = option.rows.shape[1] - option.dense.shape[1]  # the option kind's n-gram columns
+    assert (pair.rows[:, :width] != option.rows[:, :width]).nnz == 0
+    assert pair.rows.shape[1] > option.rows.shape[1] and pair.dense.shape[1] > option.dense.shape[1]
+    # every dense value is stored, zeros too: a training matrix is a gather with those entries centred
+    d = pair.dense.shape[1]
+    assert pair.rows.nnz == sparse.csr_matrix(pair.rows[:, :-d]).nnz + pair.rows.shape[0] * d
+    order = list(range(len(items)))
+    x, y = scorers._training_rows(items, pair, order)
+    picks = [
+        int(pair.offsets[i]) + j
+        for i in order
+        for j in sorted(items[i].options, key=lambda j: (items[i].texts[j], j))
+    ]
+    sizes = [len(items[i].options) for i in order]
+    dense = pair.dense[picks]
+    means = np.repeat(
+        np.add.reduceat(dense, np.cumsum([0, *sizes[:-1]])) / np.array(sizes)[:, None], sizes, axis=0
+    )
+    want = sparse.hstack([pair.rows[picks][:, :-d], sparse.csr_matrix(dense - means)], format="csr")
+    assert abs(x - want).max() == 0 and x.shape == want.shape
+    assert y.tolist() == [
+        int(j == items[i].gold)
+        for i in order
+        for j in sorted(items[i].options, key=lambda j: (items[i].texts[j], j))
+    ]
+    # each text is scored by its item's fold model over its row with the raw (uncentred) dense part
+    fitted = scorers.learned_scorers(items, {"pair": pair}, 3, salt=(1, 0))["pair"]
+    assert sum(w is not None for w in fitted.weights) == 3
+    for i in range(len(items)):
+        w = fitted.weights[fitted.fold[i]]
+        rows = pair.rows[pair.offsets[i] : pair.offsets[i + 1]].toarray()
+        np.testing.assert_allclose(fitted.scores(i), rows @ w, atol=1e-8)

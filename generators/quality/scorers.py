@@ -373,39 +373,53 @@ class Featuriser:
         self.dicts = DictVectorizer()
         self.scale = np.ones(1)
         self.ok = True
+        self.fitted: tuple[sparse.csr_matrix, np.ndarray] | None = None
+        """The n-gram rows and scaled shape rows of the texts (what a `pair` featuriser reuses)."""
 
-    def fit_transform(
+    def blocks(
         self,
         items: Sequence[Item],
         lexical: Mapping[str, Sequence[np.ndarray]] | None = None,
         counted: TaskGrams | None = None,
-    ) -> tuple[sparse.csr_matrix, np.ndarray]:
-        """Fit on the items' texts (and contexts), and their sparse n-gram rows and dense rows (shape,
-        cosines, structure) of every text of every item, stacked; each text is analysed once."""
+        base: Featuriser | None = None,
+    ) -> tuple[list[sparse.csr_matrix], np.ndarray]:
+        """Fit on the items' texts (and contexts); the sparse blocks (n-grams, n-grams shared with the
+        context) and the dense rows (shape, cosines, structure) of every text of every item, in
+        stacking order; each text is analysed once. `base`: an `option` featuriser fitted on the
+        same items, whose vectorisers and rows a `pair` featuriser takes over (it would fit the same)."""
         texts = [t for it in items for t in it.texts]
         if self.kind == "structure":
             feats = [structure_features(t) for t in texts]
             self.dicts.fit([*feats, {"": 0.0}])
-            return sparse.csr_matrix((len(texts), 0)), self.dicts.transform(feats).toarray()
+            return [sparse.csr_matrix((len(texts), 0))], self.dicts.transform(feats).toarray()
         counted = counted if counted is not None else task_grams(items)
-        try:
-            if counted.distinct is not None and counted.inverse is not None:
-                # fitted and transformed once per distinct text, each weighing as often as it occurs
-                inv = counted.inverse
-                dc, dw = counted.distinct["char"], counted.distinct["word"]
-                times = np.bincount(inv, minlength=dc.shape[0])
-                chars = self.char.fit(dc, weights=times).transform(dc)[inv]
-                words = self.words.fit(dw, weights=times).transform(dw)[inv]
-            else:
-                chars = self.char.fit(counted.texts["char"]).transform(counted.texts["char"])
-                words = self.words.fit(counted.texts["word"]).transform(counted.texts["word"])
-        except ValueError:
-            self.ok = False
-            return sparse.csr_matrix((len(texts), 0)), np.zeros((len(texts), 0))
-        dense = np.array([shape_features(t) for t in texts]).reshape(len(texts), -1)
-        self.scale = np.where(dense.std(axis=0) > 0, dense.std(axis=0), 1.0)
-        dense = dense / self.scale
-        blocks = [chars, words * 0.3]
+        if base is not None and base.fitted is not None:
+            self.char, self.words, self.scale, self.ok = base.char, base.words, base.scale, base.ok
+            ngrams, dense = base.fitted
+        else:
+            try:
+                if counted.distinct is not None and counted.inverse is not None:
+                    # fitted and transformed once per distinct text, each weighing as often as it
+                    # occurs, and stacked before they are spread to the texts (one copy of the rows)
+                    inv = counted.inverse
+                    dc, dw = counted.distinct["char"], counted.distinct["word"]
+                    times = np.bincount(inv, minlength=dc.shape[0])
+                    chars = self.char.fit(dc, weights=times).transform(dc)
+                    words = self.words.fit(dw, weights=times).transform(dw)
+                    ngrams = sparse.hstack([chars, words * 0.3], format="csr")[inv]
+                else:
+                    chars = self.char.fit(counted.texts["char"]).transform(counted.texts["char"])
+                    words = self.words.fit(counted.texts["word"]).transform(counted.texts["word"])
+                    ngrams = sparse.hstack([chars, words * 0.3], format="csr")
+                del chars, words
+            except ValueError:
+                self.ok = False
+                return [sparse.csr_matrix((len(texts), 0))], np.zeros((len(texts), 0))
+            dense = np.array([shape_features(t) for t in texts]).reshape(len(texts), -1)
+            self.scale = np.where(dense.std(axis=0) > 0, dense.std(axis=0), 1.0)
+            dense = dense / self.scale
+            self.fitted = (ngrams, dense)
+        blocks = [ngrams]
         if self.kind == "pair":
             in_words = counted.in_context[("word", "full")]
             in_chars = counted.in_context[("char", "tail")]
@@ -414,7 +428,7 @@ class Featuriser:
             if lexical is not None:
                 cols = [np.concatenate(list(lexical[k])) for k in sorted(lexical)]
                 dense = np.column_stack([dense, np.column_stack(cols) * 3.0])
-        return sparse.hstack(blocks, format="csr"), dense
+        return blocks, dense
 
 
 def fold_of(it: Item, folds: int, salt: object = "") -> int:
@@ -445,11 +459,26 @@ class LearnedScorer(NamedTuple):
 class Features(NamedTuple):
     """Label-free rows of every text of every item for one learned kind (the same in every AF round)."""
 
-    sparse_part: sparse.csr_matrix
+    rows: sparse.csr_matrix
+    """Every text's row, what a fitted model scores: its sparse features, then its `dense` features
+    as the row's last `dense.shape[1]` stored entries (explicit zeros kept), so a training matrix is
+    a gather of rows with those entries centred in place (`_training_rows`), no stacking per fit."""
     dense: np.ndarray
-    stacked: sparse.csr_matrix
-    """Every text's row (sparse and raw dense side by side), what a fitted model scores."""
     offsets: np.ndarray
+
+
+def with_dense(blocks: Sequence[sparse.csr_matrix], dense: np.ndarray) -> sparse.csr_matrix:
+    """The sparse `blocks` side by side, then the columns of `dense`, every dense value stored
+    (zeros too): one copy of the data."""
+    n, d = dense.shape
+    block = sparse.csr_matrix(
+        (dense.ravel(), np.tile(np.arange(d, dtype=np.int32), n), np.arange(0, n * d + 1, d, dtype=np.int64)),
+        shape=(n, d),
+    )
+    out = sparse.hstack([*blocks, block], format="csr")
+    if not out.has_sorted_indices:
+        out.sort_indices()  # the dense columns come after the sparse ones in every row
+    return out
 
 
 def featurise(
@@ -459,9 +488,28 @@ def featurise(
     counted: TaskGrams | None = None,
 ) -> Features:
     """The rows `learned_scorer` fits and scores: they depend on the texts and contexts only."""
-    sp, dense = Featuriser(kind).fit_transform(items, lexical, counted)
-    stacked = sparse.hstack([sp, sparse.csr_matrix(dense)], format="csr")
-    return Features(sp, dense, stacked, np.array(_offsets(items), dtype=np.int64))
+    return featurise_kinds(items, (kind,), lexical, counted)[kind]
+
+
+def featurise_kinds(
+    items: Sequence[Item],
+    kinds: Sequence[str],
+    lexical: Mapping[str, Sequence[np.ndarray]] | None = None,
+    counted: TaskGrams | None = None,
+) -> dict[str, Features]:
+    """`featurise` of several kinds over the same items: `pair` rows begin with the `option` kind's
+    (the same n-gram vectorisers fitted on the same texts, and shape features), computed once when
+    both are asked for (`option` first); `lexical` goes to the `pair` kind only."""
+    counted = counted if counted is not None or set(kinds) <= {"structure"} else task_grams(items)
+    offsets = np.array(_offsets(items), dtype=np.int64)
+    out: dict[str, Features] = {}
+    base: Featuriser | None = None
+    for kind in sorted(kinds, key=lambda k: k != "option"):
+        f = Featuriser(kind)
+        blocks, dense = f.blocks(items, lexical if kind == "pair" else None, counted, base)
+        base = f if kind == "option" else base
+        out[kind] = Features(with_dense(blocks, dense), dense, offsets)
+    return out
 
 
 def _training_rows(
@@ -477,12 +525,14 @@ def _training_rows(
         labels += [1 if j == it.gold else 0 for j in local]
         sizes.append(len(local))
     index = np.array(picks, dtype=np.int64)
-    dense = feats.dense[index]
-    if len(index) and dense.shape[1]:
+    x = feats.rows[index]
+    d = feats.dense.shape[1]
+    if len(index) and d:
+        dense = feats.dense[index]
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         means = np.add.reduceat(dense, starts, axis=0) / np.array(sizes)[:, None]
-        dense = dense - np.repeat(means, sizes, axis=0)
-    x = sparse.hstack([feats.sparse_part[index], sparse.csr_matrix(dense)], format="csr")
+        stored = (x.indptr[1:, None] - d + np.arange(d)).ravel()
+        x.data[stored] = (dense - np.repeat(means, sizes, axis=0)).ravel()
     return x, np.array(labels, dtype=np.int64)
 
 
@@ -572,12 +622,12 @@ def learned_scorers(
         weights = [w for (kd, _), w in zip(jobs, fitted, strict=True) if kd == kind]
         feats = plan.feats
         width = plan.x.shape[1]
-        n_texts = feats.stacked.shape[0]
+        n_texts = feats.rows.shape[0]
         per_text = np.zeros(n_texts)
         if any(w is not None for w in weights):
             matrix = np.column_stack([w if w is not None else np.zeros(width) for w in weights])
             text_fold = np.repeat(np.array(fold, dtype=np.int64), np.diff(feats.offsets))
-            per_text = np.asarray(feats.stacked @ matrix)[np.arange(n_texts), text_fold].round(9)
+            per_text = np.asarray(feats.rows @ matrix)[np.arange(n_texts), text_fold].round(9)
         out[kind] = LearnedScorer(kind, fold, weights, per_text, feats.offsets)
     return out
 
@@ -608,7 +658,7 @@ class SuiteFeatures(NamedTuple):
         learned = {}
         for name, f in self.learned.items():
             rows, at = picked_rows(f.offsets, picks)
-            learned[name] = Features(f.sparse_part[rows], f.dense[rows], f.stacked[rows], at)
+            learned[name] = Features(f.rows[rows], f.dense[rows], at)
         return SuiteFeatures(
             {k: [v[i][list(p)] for i, p in enumerate(picks)] for k, v in self.lexical.items()},
             [c[np.ix_(p, p)] for c, p in zip(self.chars, picks, strict=True)],
@@ -632,18 +682,11 @@ def suite_features(items: Sequence[Item], counted: TaskGrams | None = None) -> S
         lex,
         list(counted.chars) if counted.chars is not None else [char_similarity(it.texts) for it in items],
         [[structure_signature(t) for t in it.texts] for it in items],
-        dict(
-            zip(
-                _KINDS_OF,
-                _map(
-                    lambda kind: featurise(
-                        items, kind, lexical=lex if kind == "pair" else None, counted=counted
-                    ),
-                    list(_KINDS_OF.values()),
-                ),
-                strict=True,
-            )
-        ),
+        {
+            name: feats
+            for feats_of in [featurise_kinds(items, list(_KINDS_OF.values()), lex, counted)]
+            for name, feats in zip(_KINDS_OF, (feats_of[k] for k in _KINDS_OF.values()), strict=True)
+        },
     )
 
 

@@ -27,14 +27,14 @@ and never swaps the last of them out; an item with no such candidate is not filt
 Cost: every distinct text and every context of a task is analysed once (`scorers.task_grams`:
 hashed gram counts, TF-IDF fitted and applied once per distinct text weighing as often as it occurs,
 and each text's context cosines, which do not depend on the other options shown); rounds refit the
-linear models on those counts (three folds, every kind's folds fitted side by side; the context+option rows begin with the option-only rows,
-built once, and a fold's training matrix is a gather of those rows with their dense part centred
-in place; the closing measurement is the audit's own five folds and models, on the rows the rounds
-built for the shown texts: no text is analysed or featurised again), the naive Bayes is a sparse product, and a
-round's first swaps are scored for all items together (items with as many options stacked, a
-bounded number of trials at a time: every item's options are still as the round found them),
-later swaps item by item. Memory is the non-zeros of the counts (never an items x
-vocabulary dense matrix).
+linear models on those counts (three folds, every kind's folds fitted side by side; the
+context+option rows begin with the option-only rows, built once, and a fold's training matrix is a
+gather of those rows with their dense part centred in place; the closing measurement is the
+audit's own five folds and models, on the rows the rounds built for the shown texts: no text is
+analysed or featurised again), the naive Bayes is a sparse product, and a round's first swaps
+are scored for all items together (items with as many options stacked, a bounded number of trials
+at a time: every item's options are still as the round found them), later swaps item by item.
+Memory is the non-zeros of the counts (never an items x vocabulary dense matrix).
 
 Deterministic: items are visited in an order seeded by `seed`, round and item id; ties between
 swaps go to the candidate the generator preferred (reserve order); the learned scorers use

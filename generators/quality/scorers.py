@@ -678,15 +678,12 @@ def suite_features(items: Sequence[Item], counted: TaskGrams | None = None) -> S
     """
     counted = counted if counted is not None else task_grams(items)
     lex = lexical_scores(items, counted)
+    learned = featurise_kinds(items, list(_KINDS_OF.values()), lex, counted)
     return SuiteFeatures(
         lex,
         list(counted.chars) if counted.chars is not None else [char_similarity(it.texts) for it in items],
         [[structure_signature(t) for t in it.texts] for it in items],
-        {
-            name: feats
-            for feats_of in [featurise_kinds(items, list(_KINDS_OF.values()), lex, counted)]
-            for name, feats in zip(_KINDS_OF, (feats_of[k] for k in _KINDS_OF.values()), strict=True)
-        },
+        {name: learned[kind] for name, kind in _KINDS_OF.items()},
     )
 
 

@@ -171,11 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output root (default: a temporary folder)")
     parser.add_argument("--markdown", type=Path, default=ROOT / "bench" / "validity.md")
     args = parser.parse_args(argv)
-    # a relative $APTFORGE_SHARED (CI's `../shared`) names a folder from where the command runs, never
-    # from the config's own folder, where `configs/real/*.yaml` would resolve it
-    os.environ["APTFORGE_SHARED"] = str(
-        Path(os.environ.get("APTFORGE_SHARED") or ROOT.parent / "shared").resolve()
-    )
+    os.environ.setdefault("APTFORGE_SHARED", str(ROOT.parent / "shared"))
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")  # a busy machine
     if not Path(os.environ["APTFORGE_SHARED"]).is_dir():
         print(f"no shared folder at {os.environ['APTFORGE_SHARED']} (set APTFORGE_SHARED)", file=sys.stderr)

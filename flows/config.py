@@ -7,6 +7,7 @@ works from any working directory. Paths given on the command line are taken as t
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -419,9 +420,19 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message names the file and field."""
 
 
+_LEADING_VAR = re.compile(r"\$(?:(\w+)|\{(\w+)\})")
+
+
 def _resolve(base: Path, value: str) -> str:
-    path = Path(os.path.expandvars(value)).expanduser()  # `$APTFORGE_SHARED/...` in configs/real/
-    return str(path if path.is_absolute() else (base / path).resolve())
+    """A config path made absolute: from the config's folder, except a path that begins with a set
+    variable (`$APTFORGE_SHARED/...` in configs/real/), whose relative value (CI's `../shared`)
+    names a folder from where the command runs, as it would in a shell."""
+    path = Path(os.path.expandvars(value)).expanduser()
+    if path.is_absolute():
+        return str(path)
+    head = _LEADING_VAR.match(value)
+    from_cwd = head is not None and (head.group(1) or head.group(2)) in os.environ
+    return str(path.resolve() if from_cwd else (base / path).resolve())
 
 
 def _resolve_source(base: Path, source: Any) -> Any:

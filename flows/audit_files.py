@@ -52,7 +52,7 @@ def audit_paths(paths: Sequence[str | Path], quality: QualityConfig | None = Non
     bounds = {t: bounds_of(quality, t) for t in tasks_seen}
     outside = [r for r in rows if isinstance(r, Problem) and r.stage != "audit"]
     inside = [r for r in rows if not (isinstance(r, Problem) and r.stage != "audit")]
-    tasks = audit_rows(inside, bounds, task_of=labels)
+    tasks = audit_rows(inside, bounds, task_of=labels, block=quality.block_items)
     return AuditResult({t: a for t, a in tasks.items() if a.items or a.problems}, outside, files)
 
 

@@ -246,6 +246,10 @@ class QualityConfig(_Config):
     """Explicit bounds: task -> baseline (`longest`, `shortest`, `central`, `position`, `no_context`) -> max accuracy."""
     overrides: dict[str, str] = Field(default_factory=dict)
     """Task -> reason: publish this task even when a baseline exceeds its bound."""
+    block_items: int = Field(1000, ge=50)
+    """A task of more items is audited in seeded blocks of about this many: the learned and n-gram
+    rules are fitted within a block (memory bounded by a block, not by the task); accuracies are over
+    the whole task."""
 
     @field_validator("bounds")
     @classmethod

@@ -149,3 +149,66 @@ def test_hashed_character_grams_equal_scikit_learns_char_wb_tfidf():
     np.testing.assert_allclose((a @ a.T).toarray(), (b @ b.T).toarray(), atol=1e-9)
     kept = CharGrams(min_df=2, max_features=5).fit_docs(docs)
     assert len(kept.columns) == 5 and kept.transform_docs(["zzzz qqqq"]).nnz == 0
+
+
+def _fingerprinted(n: int, seed: int) -> list[Mcq]:
+    """Items whose distractors carry an option-only tell (trailing spaces), with a short context."""
+    rng = random.Random(seed)
+    words = ["parser", "writer", "tests", "module", "script", "quote", "field", "split", "submit", "token"]
+    items = []
+    for k in range(n):
+        opts = [" ".join(rng.sample(words, 3)) for _ in range(4)]
+        gold = rng.randrange(4)
+        opts = [o if i == gold else o + "  " for i, o in enumerate(opts)]
+        items.append(Mcq(f"t{k:03d}", tuple(opts), gold, f"the task mentions {rng.choice(words)}"))
+    return items
+
+
+def test_a_task_over_the_block_size_is_measured_block_by_block_with_its_rules_of_one_item_unchanged():
+    from generators.quality.baselines import SUITE, deal_blocks
+
+    items = _fingerprinted(260, 5)
+    parts = deal_blocks([it.where for it in items], "audit", 100)
+    assert sorted(i for p in parts for i in p) == list(range(260))
+    assert [len(p) for p in parts] == [87, 87, 86] and all(p == sorted(p) for p in parts)
+    assert deal_blocks([it.where for it in items], "audit", 100) == parts  # seeded, not random
+    assert deal_blocks([it.where for it in items], "other", 100) != parts
+    assert deal_blocks([it.where for it in items], "audit", 300) == [list(range(260))]
+
+    whole = task_baselines(items, block=None)
+    blocked = task_baselines(items, block=100)
+    assert blocked.n_items == whole.n_items == 260 and blocked.chance == whole.chance
+    for name in ("longest", "shortest", "central", "outlier", "position"):  # rules of one item: the same
+        assert blocked.scores[name] == whole.scores[name]
+    # the learned and n-gram rules are those of each block measured on its own
+    alone = [task_baselines([items[i] for i in part], block=None) for part in parts]
+    for name in ("no_context", *SUITE):
+        expected = [0.0] * 260
+        for part, result in zip(parts, alone, strict=True):
+            for i, value in zip(part, result.scores[name], strict=True):
+                expected[i] = value
+        assert blocked.scores[name] == expected, name
+        assert blocked.accuracy[name] == pytest.approx(sum(expected) / 260)
+    assert blocked.scores["no_context"] != whole.scores["no_context"]  # fitted on less: not the same models
+    # a tell is found block by block as on the whole task
+    assert blocked.accuracy["no_context"] > 0.9 and "no_context" in blocked.exceeded
+
+
+def test_the_build_audits_in_blocks_of_the_configured_size():
+    from flows.config import QualityConfig
+    from generators.quality.audit import build_quality
+
+    items = [it._replace(options=tuple(o.rstrip() for o in it.options)) for it in _fingerprinted(120, 6)]
+    rows = [
+        {"item_id": it.where, "options": list(it.options), "gold_index": it.gold_index, "trajs": it.context}
+        for it in items
+    ]
+    parsed = [candidate_row(r, r["item_id"]) for r in rows]
+    assert all(isinstance(r, AuditRow) for r in parsed)
+    mcq = [Mcq(r.where, r.options, r.gold_index, r.context) for r in parsed]
+    report = build_quality({"plan": rows}, QualityConfig(block_items=50))
+    learned = ("no_context", "option_lr", "context_lr")
+    got = [report.tasks["plan"].baselines[name] for name in learned]
+    blocked, whole = task_baselines(mcq, block=50), task_baselines(mcq, block=None)
+    assert got == pytest.approx([blocked.accuracy[name] for name in learned], abs=1e-4)
+    assert got != pytest.approx([whole.accuracy[name] for name in learned], abs=1e-4)

@@ -56,6 +56,7 @@ from generators.quality.baselines import (
     Mcq,
     TaskBaselines,
     bound_for,
+    deal_blocks,
     option_tokens,
     task_baselines,
     text_features,
@@ -436,6 +437,7 @@ def _measure(state: _State, bounds: Bounds, features: SuiteFeatures) -> TaskBase
         ],
         bounds,
         features=features.shown(state.shown),
+        block=None,  # a filter block is the memory bound already
     )
 
 
@@ -791,11 +793,8 @@ def _rebuild(state: _State, i: int) -> Question:
 def blocks_of(questions: Sequence[Question], seed: int, size: int) -> list[list[Question]]:
     """`questions` (one task's) dealt into blocks of at most `size`, as even as can be, in an order
     drawn from `seed` (each block sorted by item id); a task of at most `size` items is one block."""
-    if len(questions) <= size:
-        return [list(questions)]
-    n = -(-len(questions) // size)
-    order = sorted(questions, key=lambda q: content_id(seed, "af-block", q.item_id))
-    return [sorted(order[b::n], key=lambda q: q.item_id) for b in range(n)]
+    parts = deal_blocks([q.item_id for q in questions], seed, size, salt="af-block")
+    return [[questions[i] for i in part] for part in parts]
 
 
 def merge_stats(parts: Sequence[TaskFilter]) -> TaskFilter:

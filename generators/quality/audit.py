@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Literal, NamedTuple, Protocol
 
-from generators.quality.baselines import BASELINES, Bounds, Mcq, TaskBaselines, task_baselines
+from generators.quality.baselines import BASELINES, BLOCK, Bounds, Mcq, TaskBaselines, task_baselines
 from generators.quality.gates import OptionSet, check_options, context_text
 from schemas import LETTERS, Problem, TaskSpec, content_id
 from schemas.report import QualityReport, TaskQuality
@@ -38,6 +38,7 @@ class QualityRules(Protocol):
     z: float
     bounds: Mapping[str, Mapping[str, float]]
     overrides: Mapping[str, str]
+    block_items: int
 
 
 class _DefaultRules(NamedTuple):
@@ -46,6 +47,7 @@ class _DefaultRules(NamedTuple):
     z: float = 2.326
     bounds: Mapping[str, Mapping[str, float]] = {}
     overrides: Mapping[str, str] = {}
+    block_items: int = BLOCK
 
 
 DEFAULT_RULES: QualityRules = _DefaultRules()
@@ -230,8 +232,10 @@ def audit_task(
     bounds: Bounds | None = None,
     near_gold: float = 0.9,
     problems: Iterable[Problem] = (),
+    block: int | None = BLOCK,
 ) -> TaskAudit:
-    """Gates and baselines of one task's rows (`problems`: rows of this task that could not be used)."""
+    """Gates and baselines of one task's rows (`problems`: rows of this task that could not be used;
+    `block`: `task_baselines`' block of items)."""
     bounds = bounds or Bounds()
     found = list(problems)
     items = len(rows) + sum(1 for p in found if p.stage == "audit")
@@ -248,7 +252,7 @@ def audit_task(
     for r in mcq:
         found += check_options(OptionSet(r.where, r.options, r.gold_index, r.context), near_gold)
     baselines = (
-        task_baselines([Mcq(r.where, r.options, r.gold_index, r.context) for r in mcq], bounds)
+        task_baselines([Mcq(r.where, r.options, r.gold_index, r.context) for r in mcq], bounds, block=block)
         if mcq
         else None
     )  # type: ignore[misc]
@@ -261,8 +265,10 @@ def audit_rows(
     bounds: Bounds | Mapping[str, Bounds] | None = None,
     near_gold: float = 0.9,
     task_of: Mapping[str, str] | None = None,
+    block: int | None = BLOCK,
 ) -> dict[str, TaskAudit]:
-    """Audit rows of one or more tasks; Problems are attributed to the task `task_of[file]` names."""
+    """Audit rows of one or more tasks; Problems are attributed to the task `task_of[file]` names
+    (`block`: `task_baselines`' block of items)."""
     by_task: dict[str, list[AuditRow]] = {}
     unusable: dict[str, list[Problem]] = {}
     for r in rows:
@@ -274,7 +280,7 @@ def audit_rows(
     out = {}
     for task in sorted(set(by_task) | set(unusable)):
         b = bounds.get(task, Bounds()) if isinstance(bounds, Mapping) else (bounds or Bounds())
-        out[task] = audit_task(task, by_task.get(task, []), b, near_gold, unusable.get(task, []))
+        out[task] = audit_task(task, by_task.get(task, []), b, near_gold, unusable.get(task, []), block)
     return out
 
 
@@ -343,7 +349,7 @@ def build_quality(
         parsed = [candidate_row(r, str(r.get("item_id", "?"))) for r in rows]
         good = [r for r in parsed if isinstance(r, AuditRow)]
         bad = [r for r in parsed if isinstance(r, Problem)]
-        audit = audit_task(task, good, bounds_of(quality, task), problems=bad)
+        audit = audit_task(task, good, bounds_of(quality, task), problems=bad, block=quality.block_items)
         tasks[task] = task_entry(audit, quality)
     return QualityReport(
         baselines=list(BASELINES),

@@ -311,27 +311,50 @@ def bound_for(name: str, chance: float, variance: float, n: int, bounds: Bounds)
     return min(1.0, chance + margin)
 
 
+#: A task of more items is measured in seeded blocks of about this many (`deal_blocks`): the learned
+#: and lexical rules are fitted within a block, so memory is bounded by a block, not by the task.
+BLOCK = 1000
+
+
+def deal_blocks(keys: Sequence[str], seed: object, size: int | None, salt: str = "block") -> list[list[int]]:
+    """Indexes of `keys` dealt into blocks of at most `size`, as even as can be, in an order drawn
+    from `seed` and `salt` (each block in key order); at most `size` keys (or no `size`) are one
+    block, in their own order."""
+    if size is None or len(keys) <= size:
+        return [list(range(len(keys)))]
+    n = -(-len(keys) // size)
+    order = sorted(range(len(keys)), key=lambda i: content_id(seed, salt, keys[i]))
+    return [sorted(order[b::n], key=keys.__getitem__) for b in range(n)]
+
+
 def task_baselines(
     items: Sequence[Mcq],
     bounds: Bounds | None = None,
     folds: int = 5,
     counted: TaskGrams | None = None,
     features: SuiteFeatures | None = None,
+    block: int | None = BLOCK,
 ) -> TaskBaselines:
     """Every baseline, its bound and the position statistic of one task's valid MCQ items.
 
     `counted`: the items' gram counts (`scorers.task_grams` of their options and contexts) when the
     caller has them already (adversarial filtering), so no text is analysed twice; `features`: their
     `scorers.suite_features` (adversarial filtering's, whose vectorisers also saw the reserve).
+    `block`: a task of more items is measured in blocks of about this many, dealt by the items'
+    `where` (`deal_blocks`): the rules that learn or weigh n-grams by the task's texts (`no_context`
+    and the suite of `quality.scorers`) are fitted within each block; the rules of one item
+    (`longest`, `central`...), `position` and the accuracies are over the whole task. None: one block.
     """
     bounds = bounds or Bounds()
     valid = [it for it in items if len(it.options) >= 2 and 0 <= it.gold_index < len(it.options)]
-    counted = counted if len(valid) == len(items) else None
-    features = features if len(valid) == len(items) else None
+    parts = deal_blocks([it.where for it in valid], "audit", block)
+    whole = len(valid) == len(items) and len(parts) == 1
+    counted = counted if whole else None
+    features = features if whole else None
     items = valid
     n = len(items)
     scores: dict[str, list[float]] = {name: [] for name in BASELINES}
-    feats = []
+    centralities = []
     for it in items:
         lengths = [float(len(o)) for o in it.options]
         central = centrality(it.options)
@@ -339,16 +362,23 @@ def task_baselines(
         scores["shortest"].append(credit([-x for x in lengths], it.gold_index))
         scores["central"].append(credit([round(c, 9) for c in central], it.gold_index))
         scores["outlier"].append(credit([-round(c, 9) for c in central], it.gold_index))
-        feats.append(option_features(it.options, central))
+        centralities.append(central)
     positions = Counter(it.gold_index for it in items)
     scores["position"] = position_scores(items, positions)
-    scores["no_context"] = no_context_scores(items, feats, folds) if n >= 2 else [0.0] * n
-    views = [
-        Item(it.where, it.options, tuple(range(len(it.options))), it.gold_index, it.context) for it in items
-    ]
-    for per_item, it in zip(suite_scores(views, folds, counted, features) if n else [], items, strict=True):
-        for name, values in per_item.items():
-            scores[name].append(credit(values, it.gold_index))
+    learned: dict[str, list[float]] = {name: [0.0] * n for name in ("no_context", *SUITE)}
+    for part in parts if n else []:
+        sub = [items[i] for i in part]
+        if len(sub) >= 2:
+            feats = [option_features(items[i].options, centralities[i]) for i in part]
+            for i, value in zip(part, no_context_scores(sub, feats, folds), strict=True):
+                learned["no_context"][i] = value
+        views = [
+            Item(it.where, it.options, tuple(range(len(it.options))), it.gold_index, it.context) for it in sub
+        ]
+        for i, per_item in zip(part, suite_scores(views, folds, counted, features), strict=True):
+            for name, values in per_item.items():
+                learned[name][i] = credit(values, items[i].gold_index)
+    scores.update(learned)
     chance = sum(1 / len(it.options) for it in items) / n if n else 0.0
     variance = sum((1 / len(it.options)) * (1 - 1 / len(it.options)) for it in items)
     accuracy = {name: (sum(s) / n if n else 0.0) for name, s in scores.items()}

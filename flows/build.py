@@ -170,7 +170,7 @@ def report_of(
         inputs.files,
         runs,
         kept.runs.dropped,
-        {name: len(rows) for name, rows in written.rows.items()},
+        dict(written.rows.counts),
         written.problems,
         timer,
         sections,

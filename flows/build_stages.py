@@ -7,10 +7,11 @@ by content and component versions. The flow in `flows/build.py` only calls these
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE, CacheKeyFnPolicy
 from prefect.utilities.annotations import quote
@@ -262,10 +263,24 @@ class Kept(NamedTuple):
     judge: JudgeReport
 
 
-class Posed(NamedTuple):
-    """Questions posed by the generator, the Problems met, and what the generator spent."""
+class Spilled(NamedTuple):
+    """One task's posed questions, spilled shard by shard (`flows.work.spill`, in shard order)."""
 
-    questions: list[Question]
+    task: str
+    area: str
+    refs: list[str]
+    count: int
+
+    def take(self) -> list[Question]:
+        """The task's questions in shard order, read once (the files go)."""
+        return [q for ref in self.refs for q in work.take(ref)]
+
+
+class Posed(NamedTuple):
+    """Questions posed by the generator (spilled, per task in the scenario's order), the Problems
+    met, and what the generator spent."""
+
+    questions: list[Spilled]
     problems: list[Problem]
     usage: LLMUsage | None
 
@@ -288,10 +303,32 @@ class Final(NamedTuple):
     problems: list[Problem]
 
 
-class Written(NamedTuple):
-    """What the write stage wrote: candidate rows per task, the (redacted) Problems, the redaction rows."""
+class CandidateRows(Mapping[str, list[dict[str, Any]]]):
+    """The written candidate rows of every task, read back from `candidates/<task>.parquet` each time
+    a task is looked up (never kept): the report's sections go through the tasks one at a time, so
+    they hold one task's rows, not the build's. `counts` gives the rows per task without reading."""
 
-    rows: dict[str, list[dict[str, Any]]]
+    def __init__(self, folder: Path, counts: dict[str, int]) -> None:
+        self.folder = folder
+        self.counts = counts
+
+    def __getitem__(self, task: str) -> list[dict[str, Any]]:
+        if task not in self.counts:
+            raise KeyError(task)
+        return pq.read_table(self.folder / f"{task}.parquet").to_pylist()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.counts)
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+
+class Written(NamedTuple):
+    """What the write stage wrote: candidate rows per task (read from the files on demand), the
+    (redacted) Problems, the redaction rows."""
+
+    rows: CandidateRows
     problems: list[Problem]
     redactions: list[dict[str, Any]]
 
@@ -312,6 +349,7 @@ def clean_outputs(config: BuildConfig) -> None:
     """Remove what a killed run was writing (its process is gone) from the output and cache folders."""
     for folder in (config.output_dir(), Path(config.out_dir) / ".cache", work.work_dir(config.out_dir)):
         clean_stale_temps(folder)
+    work.clean_spills(config.out_dir)
 
 
 def plan_inputs(config: BuildConfig, scenario: Scenario) -> Inputs:
@@ -416,8 +454,9 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
     Takes the gold steps over: `golds` is emptied once they are sharded, so each shard's steps are held
     by that shard only and go once it is posed (the caller counts them first).
     """
-    questions: list[Question] = []
+    spilled: list[Spilled] = []
     problems: list[Problem] = []
+    area = work.spill_area()
     with timer.stage("generate"):
         # One generator per build: LLM shards share its client pool, limiter, cache and ledger. Dask
         # workers are other processes, so there each shard makes its own from the config.
@@ -452,27 +491,58 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
                     )
                     del shard
                 submitted.append((name, keys, futures))
+            progress = progress_mod.current()
             for name, keys, futures in submitted:
-                posed = _gather(futures, f"generate {name}", progress_mod.current())
-                for key, (qs, ps) in zip(keys, posed, strict=True):
-                    questions += qs
+                # each shard's questions are spilled to `.work/` as it is gathered, its future dropped:
+                # the flow holds paths, not the build's questions, until filtering takes them task by task
+                refs, count, total = [], 0, len(futures)
+                futures.reverse()
+                for key in keys:
+                    qs, ps = futures.pop().result()
+                    refs.append(work.spill(config.out_dir, area, f"questions-{name}", len(refs), qs))
+                    count += len(qs)
+                    del qs
                     problems += ps
                     if key and any(retry_next_run(p) for p in ps):
                         _forget_shard(config, key)  # a spent budget or a failed request: the next run retries
+                    if progress:
+                        progress(f"generate {name}", len(refs), total)
+                spilled.append(Spilled(name, area, refs, count))
+        except BaseException:
+            work.remove_area(config.out_dir, area)  # the build stops here: its spills go with it
+            raise
         finally:
             work.forget()
             usage = generator.usage_report()
             generator.close()
-    return Posed(questions, problems, usage)
+    return Posed(spilled, problems, usage)
 
 
-def filter_questions(config: BuildConfig, questions: list[Question], timer: Timer) -> Filtered:
+def filter_questions(config: BuildConfig, posed: list[Spilled], timer: Timer) -> Filtered:
     """Adversarial filtering: swap distractors the baselines separate from the gold for reserve candidates.
 
-    Before the gates and balancing, so swapped-in candidates are checked like the rest.
+    Before the gates and balancing, so swapped-in candidates are checked like the rest. One task at a
+    time, in task-name order (the filter's own order of tasks): its spilled questions are read, and
+    each block's questions (with their reserve candidates) go once the block is filtered. The output
+    keeps the scenario's order of tasks, each task's questions in the order they were posed.
     """
+    order = [spilled.task for spilled in posed]
+    out: dict[str, list[Question]] = {}
+    dropped: list[Problem] = []
+    tasks: dict[str, AdversarialTask] = {}
     with timer.stage("adversarial"):
-        kept, dropped, tasks = stages.adversarial_stage(questions, config)
+        try:
+            for spilled in sorted(posed, key=lambda s: s.task):
+                questions = spilled.take()
+                out[spilled.task], found, stats = stages.adversarial_stage(questions, config, consume=True)
+                dropped += found
+                tasks |= stats
+                del questions
+        finally:  # taken or not (a failed build is rebuilt from the shard cache), the spills go
+            for area in {spilled.area for spilled in posed}:
+                work.remove_area(config.out_dir, area)
+        posed.clear()
+        kept = [q for task in order for q in out.pop(task)]
     return Filtered(kept, dropped, tasks)
 
 
@@ -513,13 +583,17 @@ def write_outputs(
     """Write `candidates/<task>.parquet`, `quarantine.jsonl` and `redactions.jsonl`; returns rows, Problems, redactions."""
     out = config.output_dir()
     with timer.stage("write"):
-        by_task: dict[str, list[dict[str, Any]]] = {name: [] for name in scenario.tasks}
-        for q in sorted(final.questions, key=lambda q: (q.task, q.item_id)):
-            by_task[q.task].append(question_row(q))
-        for name, rows in by_task.items():
+        by_task: dict[str, list[Question]] = {name: [] for name in scenario.tasks}
+        for q in final.questions:
+            by_task[q.task].append(q)
+        counts = {}
+        for name, questions in by_task.items():  # one task's rows at a time
+            rows = [question_row(q) for q in sorted(questions, key=lambda q: q.item_id)]
             write_parquet(out / "candidates" / f"{name}.parquet", rows_table(config.scenario, name, rows))
+            counts[name] = len(rows)
+            del rows
         problems = redact_problems(problems, redactor)  # reader errors may quote raw input
         write_jsonl(out / "quarantine.jsonl", (p.model_dump() for p in problems))
         shown = hygiene.redaction_rows(final.questions)
         write_jsonl(out / "redactions.jsonl", shown)
-    return Written(by_task, problems, shown)
+    return Written(CandidateRows(out / "candidates", counts), problems, shown)

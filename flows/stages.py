@@ -169,11 +169,20 @@ def generate_stage(
 
 
 def adversarial_stage(
-    questions: Sequence[Question], config: Any
+    questions: Sequence[Question], config: Any, consume: bool = False
 ) -> tuple[list[Question], list[Problem], dict[str, AdversarialTask]]:
-    """Adversarial filtering of every MCQ task (config `adversarial`); reserve is cleared either way."""
+    """Adversarial filtering of every MCQ task (config `adversarial`); reserve is cleared either way.
+    `consume=True` takes the list over (emptied as read; see `adversarial_filter`)."""
     af = config.adversarial
     if not af.enabled:
+        if consume:
+            assert isinstance(questions, list), "consume=True takes a list over"
+            questions.reverse()
+            out = []
+            while questions:  # popped as copied: the copies without reserve replace the originals
+                q = questions.pop()
+                out.append(q.model_copy(update={"reserve": ()}) if q.reserve else q)
+            return out, [], {}
         return [q.model_copy(update={"reserve": ()}) if q.reserve else q for q in questions], [], {}
     tasks = {q.task for q in questions}
     bounds = {t: bounds_of(config.quality, t) for t in tasks}
@@ -185,7 +194,7 @@ def adversarial_stage(
         max_drop=af.max_drop,
         block=af.block_items,
     )
-    return adversarial_filter(questions, config.seed, settings, bounds)
+    return adversarial_filter(questions, config.seed, settings, bounds, consume=consume)
 
 
 def check_stage(questions: Iterable[Question]) -> tuple[list[Question], list[Problem]]:

@@ -6,15 +6,25 @@ gets the file's PATH. So submitting N shards costs N short strings, not N copies
 Dask a worker reads the file itself (`out_dir` is a shared folder there) instead of the flow
 serialising the value into every task, and on threads the flow process loads it once. A process
 keeps the last few values it loaded (`load`), keyed by path and modification time.
+
+A stage's output the next stage reads once (the questions of each generate shard) is `spill`ed the
+same way, one file per shard in a folder of the build's own (`spill_area`), and `take`n (read and
+removed) by the next stage, which loads one task's shards at a time: the flow holds paths between
+the stages, not the build's questions.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import re
+import secrets
+import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from flows.io import atomic_path
 
@@ -33,6 +43,50 @@ def store(out_dir: str | Path, kind: str, key: str, value: Any) -> str:
     return str(path)
 
 
+def spill_area() -> str:
+    """A fresh folder name for one build's spilled shards, `spill-<pid>-<random>`: two builds never
+    share one (a schedule may start a build of the same scenario and version while one runs), and a
+    killed build's is removed by the next (`clean_spills`)."""
+    return f"spill-{os.getpid()}-{secrets.token_hex(6)}"
+
+
+def spill(out_dir: str | Path, area: str, kind: str, index: int, value: Any) -> str:
+    """Write one stage's output shard to `<out_dir>/.work/<area>/<kind>/<index>.pkl` (atomically) and
+    return its path: the flow holds the path, not the value, until the next stage `take`s it."""
+    path = work_dir(out_dir) / area / kind / f"{index:06d}.pkl"
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    return str(path)
+
+
+def take(ref: str) -> Any:
+    """The value a `spill` path holds, read once: the file is removed (never cached)."""
+    path = Path(ref)
+    value = pickle.loads(path.read_bytes())
+    path.unlink()
+    return value
+
+
+def remove_area(out_dir: str | Path, area: str) -> None:
+    """Remove a build's spill folder (what is left in it once its shards are taken: empty folders)."""
+    shutil.rmtree(work_dir(out_dir) / area, ignore_errors=True)
+
+
+def clean_spills(out_dir: str | Path) -> list[Path]:
+    """Remove the spill folders of builds whose process no longer runs (killed mid-build)."""
+    removed = []
+    root = work_dir(out_dir)
+    for path in root.glob("spill-*-*") if root.is_dir() else ():
+        match = _AREA.fullmatch(path.name)
+        if match and path.is_dir() and not psutil.pid_exists(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+_AREA = re.compile(r"spill-(\d+)-[0-9a-f]+")
+
+
 def load(ref: str) -> Any:
     """The value a `store` path holds (read once per process while it is among the last few used)."""
     return _load(ref, os.stat(ref).st_mtime_ns)
@@ -48,4 +102,14 @@ def forget() -> None:
     _load.cache_clear()
 
 
-__all__ = ["forget", "load", "store", "work_dir"]
+__all__ = [
+    "clean_spills",
+    "forget",
+    "load",
+    "remove_area",
+    "spill",
+    "spill_area",
+    "store",
+    "take",
+    "work_dir",
+]

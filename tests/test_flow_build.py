@@ -74,6 +74,36 @@ def test_bad_inputs_are_quarantined_with_file_and_reason_and_counted(built):
 
 
 @pytest.mark.flow
+def test_generated_questions_travel_between_stages_as_spilled_shards_read_once(built, tmp_path, monkeypatch):
+    """The generate stage spills each shard's questions under `<out_dir>/.work/` (the flow holds the
+    paths); filtering takes them task by task, and the build's spill folder goes with them."""
+    from flows import work
+
+    spilled: list[str] = []
+    real = work.spill
+
+    def recording(*args, **kwargs):
+        spilled.append(real(*args, **kwargs))
+        return spilled[-1]
+
+    monkeypatch.setattr(work, "spill", recording)
+    result = runner.invoke(
+        app, ["build", str(ROOT / "configs" / "swe_issue_fix.yaml"), "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert {Path(ref).parent.name for ref in spilled} == {"questions-plan", "questions-action"}
+    assert not [ref for ref in spilled if Path(ref).exists()]
+    assert not list((tmp_path / ".work").glob("spill-*")) and not list(
+        (built.parents[1] / ".work").glob("spill-*")
+    )
+    again = tmp_path / "swe_issue_fix" / "v0.1.0"
+    for task in ("plan", "action"):  # the same items as a build's from the module's fixture
+        assert pq.read_table(again / "candidates" / f"{task}.parquet").equals(
+            pq.read_table(built / "candidates" / f"{task}.parquet")
+        )
+
+
+@pytest.mark.flow
 def test_a_rebuild_of_the_same_inputs_gives_identical_candidates(built, tmp_path):
     result = runner.invoke(
         app, ["build", str(ROOT / "configs" / "swe_issue_fix.yaml"), "--out", str(tmp_path)]

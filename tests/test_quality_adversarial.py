@@ -409,3 +409,42 @@ def test_the_pair_rows_begin_with_the_option_rows_and_training_rows_centre_the_d
         w = fitted.weights[fitted.fold[i]]
         rows = pair.rows[pair.offsets[i] : pair.offsets[i + 1]].toarray()
         np.testing.assert_allclose(fitted.scores(i), rows @ w, atol=1e-8)
+
+
+def test_a_consuming_filter_gives_the_same_output_and_lets_each_blocks_input_go_once_filtered(monkeypatch):
+    """`consume=True` (the build's filter stage) empties the list it is given and drops each block's
+    questions, reserve and all, once the block is filtered: while the last block is filtered, none of
+    the earlier blocks' inputs is alive any more; the output is the same as without it."""
+    import gc
+    import weakref
+
+    from generators.quality import adversarial
+
+    rng = random.Random("consume")
+    mcq = [_gold_longest(rng, k) for k in range(240)]
+    completion = [
+        q.model_copy(update={"task": "act", "form": "completion", "options": (), "gold_index": None})
+        for q in (_gold_longest(rng, 1000 + k) for k in range(5))
+    ]
+    questions = mcq[:100] + completion + mcq[100:]
+    settings = Settings(block=80, rounds=1)
+    expected = adversarial_filter(list(questions), seed=3, settings=settings)
+    alive_at_blocks: list[int] = []
+    refs = [weakref.ref(q) for q in mcq]
+    real = adversarial.filter_task
+
+    def counting(block, *args, **kwargs):
+        gc.collect()
+        alive_at_blocks.append(sum(r() is not None for r in refs) - len(block))
+        return real(block, *args, **kwargs)
+
+    monkeypatch.setattr(adversarial, "filter_task", counting)
+    handed = list(questions)
+    del questions, mcq
+    got = adversarial_filter(handed, seed=3, settings=settings, consume=True)
+    assert handed == []
+    assert [q.model_dump() for q in got[0]] == [q.model_dump() for q in expected[0]]
+    assert got[1:] == expected[1:]
+    assert len(alive_at_blocks) == 3
+    # outside the block being filtered: the blocks still to come (80 each), nothing of those done
+    assert alive_at_blocks == [160, 80, 0]

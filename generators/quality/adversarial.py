@@ -44,7 +44,7 @@ seeded SGD.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -828,43 +828,71 @@ def merge_stats(parts: Sequence[TaskFilter]) -> TaskFilter:
     )
 
 
+def _by_task(
+    questions: Iterable[Question],
+) -> tuple[dict[tuple[str, str], list[Question]], list[str | Question]]:
+    """The MCQ questions per (scenario, task), and the input order: an MCQ question's id (its
+    output is looked up by it) or the (completion) question itself."""
+    groups: dict[tuple[str, str], list[Question]] = defaultdict(list)
+    order: list[str | Question] = []
+    for q in questions:
+        if q.form == "mcq" and q.options:
+            groups[(q.scenario, q.task)].append(q)
+            order.append(q.item_id)
+        else:
+            order.append(q)
+    return groups, order
+
+
 def adversarial_filter(
     questions: Sequence[Question],
     seed: int,
     settings: Settings | None = None,
     bounds: Mapping[str, Bounds] | None = None,
+    *,
+    consume: bool = False,
 ) -> tuple[list[Question], list[Problem], dict[str, AdversarialTask]]:
     """Filter every task's MCQ questions; completion questions pass unchanged. Returns questions in
-    input order (dropped ones left out), the drops as Problems and per-task stats."""
+    input order (dropped ones left out), the drops as Problems and per-task stats.
+
+    `consume=True` takes the list over: it is emptied once read, and each block's questions (with
+    their reserve candidates) go as soon as the block is filtered, so the filter holds about one copy
+    of the task's questions at a time instead of its input and its output at once.
+    """
     settings = settings or Settings()
-    groups: dict[tuple[str, str], list[Question]] = defaultdict(list)
-    for q in questions:
-        if q.form == "mcq" and q.options:
-            groups[(q.scenario, q.task)].append(q)
+    groups, order = _by_task(questions)
+    if consume:
+        assert isinstance(questions, list), "consume=True takes a list over"
+        questions.clear()
     done: dict[str, Question] = {}
     problems: list[Problem] = []
     stats: dict[str, AdversarialTask] = {}
-    for (_, task), group in sorted(groups.items()):
-        group = sorted(group, key=lambda q: q.item_id)
+    for key in sorted(groups):
+        group = sorted(groups.pop(key), key=lambda q: q.item_id)
+        task = key[1]
         if not any(q.reserve for q in group):
             for q in group:
                 done[q.item_id] = q
             stats[task] = AdversarialTask(items=len(group))
             continue
         parts = []
-        for block in blocks_of(group, seed, settings.block):
+        blocks = blocks_of(group, seed, settings.block)
+        del group
+        blocks.reverse()
+        while blocks:  # popped as filtered: a block's input goes once its output is made
+            block = blocks.pop()
             kept, dropped, st = filter_task(block, seed, settings, (bounds or {}).get(task))
+            del block
             done.update((q.item_id, q) for q in kept)
             problems += dropped
             parts.append(st)
         stats[task] = merge_stats(parts).report()
     out = []
-    for q in questions:
-        if q.form == "mcq" and q.options:
-            if q.item_id in done:
-                out.append(done[q.item_id])
-        else:
-            out.append(q)
+    for entry in order:
+        if not isinstance(entry, str):
+            out.append(entry)
+        elif entry in done:
+            out.append(done[entry])
     return out, problems, stats
 
 

@@ -269,7 +269,6 @@ class Spilled(NamedTuple):
     task: str
     area: str
     refs: list[str]
-    count: int
 
     def take(self) -> list[Question]:
         """The task's questions in shard order, read once (the files go)."""
@@ -495,19 +494,18 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
             for name, keys, futures in submitted:
                 # each shard's questions are spilled to `.work/` as it is gathered, its future dropped:
                 # the flow holds paths, not the build's questions, until filtering takes them task by task
-                refs, count, total = [], 0, len(futures)
+                refs, total = [], len(futures)
                 futures.reverse()
                 for key in keys:
                     qs, ps = futures.pop().result()
                     refs.append(work.spill(config.out_dir, area, f"questions-{name}", len(refs), qs))
-                    count += len(qs)
                     del qs
                     problems += ps
                     if key and any(retry_next_run(p) for p in ps):
                         _forget_shard(config, key)  # a spent budget or a failed request: the next run retries
                     if progress:
                         progress(f"generate {name}", len(refs), total)
-                spilled.append(Spilled(name, area, refs, count))
+                spilled.append(Spilled(name, area, refs))
         except BaseException:
             work.remove_area(config.out_dir, area)  # the build stops here: its spills go with it
             raise

@@ -7,7 +7,7 @@ it met; nothing here knows about Prefect, files on disk beyond the inputs, or th
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from extractors.base import ExtractOptions, Extractor
@@ -175,15 +175,8 @@ def adversarial_stage(
     `consume=True` takes the list over (emptied as read; see `adversarial_filter`)."""
     af = config.adversarial
     if not af.enabled:
-        if consume:
-            assert isinstance(questions, list), "consume=True takes a list over"
-            questions.reverse()
-            out = []
-            while questions:  # popped as copied: the copies without reserve replace the originals
-                q = questions.pop()
-                out.append(q.model_copy(update={"reserve": ()}) if q.reserve else q)
-            return out, [], {}
-        return [q.model_copy(update={"reserve": ()}) if q.reserve else q for q in questions], [], {}
+        source = _drained(questions) if consume else questions  # the copies replace the originals
+        return [q.model_copy(update={"reserve": ()}) if q.reserve else q for q in source], [], {}
     tasks = {q.task for q in questions}
     bounds = {t: bounds_of(config.quality, t) for t in tasks}
     settings = Settings(
@@ -195,6 +188,14 @@ def adversarial_stage(
         block=af.block_items,
     )
     return adversarial_filter(questions, config.seed, settings, bounds, consume=consume)
+
+
+def _drained(questions: Sequence[Question]) -> Iterator[Question]:
+    """The list's questions in order, each removed from it as it is yielded."""
+    assert isinstance(questions, list), "consume=True takes a list over"
+    questions.reverse()
+    while questions:
+        yield questions.pop()
 
 
 def check_stage(questions: Iterable[Question]) -> tuple[list[Question], list[Problem]]:

@@ -108,9 +108,11 @@ def build(config: BuildConfig) -> BuildReport:
         config.review.reviews_per_item,
     )
     final = final._replace(questions=[])  # enqueued and written: the report reads the rows from here on
+    release_memory()
     report = report_of(
         config, inputs, read, kept, runs, posed, filtered, final, written, review, redactor, timer
     )
+    release_memory()
     write_build_report(config.output_dir(), report, written.rows, runs.steps_per_kept)
     attach_report_artifact(report, report.report_html)
     return _write_report(config, report)
@@ -132,6 +134,7 @@ def report_of(
 ) -> BuildReport:
     """The build report, from what every stage returned."""
     quality = build_quality(written.rows, config.quality)
+    release_memory()  # the audit's blocks and the rows it read are gone
     sections = Sections(
         judge=kept.judge,
         llm=posed.usage,

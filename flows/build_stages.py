@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, overload
 
 import pyarrow.parquet as pq
 from prefect import task
@@ -302,19 +302,46 @@ class Final(NamedTuple):
     problems: list[Problem]
 
 
-class CandidateRows(Mapping[str, list[dict[str, Any]]]):
-    """The written candidate rows of every task, read back from `candidates/<task>.parquet` each time
-    a task is looked up (never kept): the report's sections go through the tasks one at a time, so
-    they hold one task's rows, not the build's. `counts` gives the rows per task without reading."""
+class ParquetRows(Sequence[dict[str, Any]]):
+    """One task's written rows, read from its Parquet file each time they are gone through, a record
+    batch at a time: a pass over them holds one batch of row dicts (and what the reader keeps), not
+    the task's. Indexing reads the file whole (the report's sections only iterate)."""
+
+    BATCH = 1024
+
+    def __init__(self, path: Path, n: int) -> None:
+        self.path = path
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for batch in pq.ParquetFile(self.path).iter_batches(batch_size=self.BATCH):
+            yield from batch.to_pylist()
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return pq.read_table(self.path).to_pylist()[index]
+
+
+class CandidateRows(Mapping[str, Sequence[dict[str, Any]]]):
+    """The written candidate rows of every task, read back from `candidates/<task>.parquet` as a task's
+    rows are gone through (never kept, `ParquetRows`): the report's sections go through the tasks one
+    at a time, so they hold a batch of one task's rows, not the build's. `counts` gives the rows per
+    task without reading."""
 
     def __init__(self, folder: Path, counts: dict[str, int]) -> None:
         self.folder = folder
         self.counts = counts
 
-    def __getitem__(self, task: str) -> list[dict[str, Any]]:
+    def __getitem__(self, task: str) -> ParquetRows:
         if task not in self.counts:
             raise KeyError(task)
-        return pq.read_table(self.folder / f"{task}.parquet").to_pylist()
+        return ParquetRows(self.folder / f"{task}.parquet", self.counts[task])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.counts)

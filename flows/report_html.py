@@ -46,26 +46,29 @@ def _save(fig: Any, target: Path) -> None:
 
 
 def option_table(rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> Any:
-    """One pandas row per option of every MCQ item: task, item, position, option count, gold flag, length."""
+    """One pandas row per option of every MCQ item: task, item, position, option count, gold flag, length.
+
+    Built column by column, one task's rows at a time (a list per column, not a dict per option)."""
     import pandas as pd
 
-    records = [
-        {
-            "task": task,
-            "item_id": r.get("item_id", ""),
-            "position": i,
-            "n_options": len(r["options"]),
-            "is_gold": i == r["gold_index"],
-            "length": len(option),
-        }
-        for task, rows in rows_by_task.items()
-        for r in rows
-        if r.get("options")
-        for i, option in enumerate(r["options"])
-    ]
-    columns = ["task", "item_id", "position", "n_options", "is_gold", "length"]
+    columns: dict[str, list[Any]] = {
+        k: [] for k in ("task", "item_id", "position", "n_options", "is_gold", "length")
+    }
+    for task, rows in rows_by_task.items():
+        for r in rows:
+            options = r.get("options")
+            if not options:
+                continue
+            n, gold, item = len(options), r["gold_index"], r.get("item_id", "")
+            for i, option in enumerate(options):
+                columns["task"].append(task)
+                columns["item_id"].append(item)
+                columns["position"].append(i)
+                columns["n_options"].append(n)
+                columns["is_gold"].append(i == gold)
+                columns["length"].append(len(option))
     types = {"task": str, "item_id": str, "position": int, "n_options": int, "is_gold": bool, "length": int}
-    return pd.DataFrame.from_records(records, columns=columns).astype(types)
+    return pd.DataFrame(columns, columns=list(columns)).astype(types)
 
 
 def _integer_ticks(axis: Any) -> None:
@@ -79,9 +82,8 @@ def _empty(ax: Any, text: str = "no MCQ items") -> None:
     ax.set_axis_off()
 
 
-def chart_positions(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
-    """Gold-position histogram per MCQ task, with the uniform expectation."""
-    options = option_table(rows_by_task)
+def chart_positions(fig: Any, options: Any) -> None:
+    """Gold-position histogram per MCQ task, with the uniform expectation (`options`: `option_table`)."""
     gold = options.loc[options["is_gold"]]
     tasks = list(dict.fromkeys(gold["task"]))
     axes = fig.subplots(1, max(1, len(tasks)), squeeze=False)[0]
@@ -99,9 +101,8 @@ def chart_positions(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[str, A
         ax.legend(loc="lower right")
 
 
-def chart_option_lengths(fig: Any, rows_by_task: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
-    """Gold vs distractor option lengths (characters) per MCQ task."""
-    options = option_table(rows_by_task)
+def chart_option_lengths(fig: Any, options: Any) -> None:
+    """Gold vs distractor option lengths (characters) per MCQ task (`options`: `option_table`)."""
     tasks = list(dict.fromkeys(options["task"]))
     axes = fig.subplots(1, max(1, len(tasks)), squeeze=False)[0]
     if not tasks:
@@ -194,11 +195,12 @@ def render_charts(
     traj_steps: Sequence[int],
 ) -> list[Chart]:
     """Draw every chart into `<out_dir>/charts/`."""
-    n_tasks = max(1, option_table(rows_by_task)["task"].nunique())
+    options = option_table(rows_by_task)  # read once: both option charts draw from it
+    n_tasks = max(1, options["task"].nunique())
     width = max(8.0, 4.2 * n_tasks)
     plan: list[tuple[str, str, Callable[[Any], None]]] = [
-        ("gold_positions", "Gold positions", lambda f: chart_positions(f, rows_by_task)),
-        ("option_lengths", "Gold vs distractor length", lambda f: chart_option_lengths(f, rows_by_task)),
+        ("gold_positions", "Gold positions", lambda f: chart_positions(f, options)),
+        ("option_lengths", "Gold vs distractor length", lambda f: chart_option_lengths(f, options)),
         (
             "baselines",
             "Model-free baselines vs chance",

@@ -250,6 +250,13 @@ def pool_index(pool: Sequence[PoolEntry], need: int, seed: int, exact_below: int
         return found
 
 
+def release_indexes(indexes: Sequence[PoolIndex]) -> None:
+    """Forget the kept pool indexes among `indexes` (another build's stay)."""
+    with _INDEX_LOCK:
+        for key in [k for k, v in _INDEXES.items() if any(v is i for i in indexes)]:
+            del _INDEXES[key]
+
+
 def pooled_cap(step: GoldStep) -> int | None:
     """The step's task's cap on other runs' golds per item (`TaskSpec.other_runs_per_item`), if any."""
     try:
@@ -302,13 +309,17 @@ class OfflineGenerator:
         self.reserve_factor = reserve_factor
         self.own_window = own_window
         self.exact_below = exact_below
+        self._indexes: list[PoolIndex] = []  # the pool indexes its shards used (see `close`)
 
     def usage_report(self) -> None:
         """Offline generation spends no tokens."""
         return None
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Drop the pool indexes this generator built or used (the process keeps a few for the shards
+        of a build; once the build's generation is done they would only hold its pools)."""
+        release_indexes(self._indexes)
+        self._indexes.clear()
 
     def generate(
         self, steps: Sequence[GoldStep], pool: Sequence[PoolEntry], n_options: int
@@ -319,6 +330,8 @@ class OfflineGenerator:
             if any(s.form == "mcq" for s in steps)
             else None
         )
+        if index is not None and all(index is not i for i in self._indexes):
+            self._indexes.append(index)
         for step in steps:
             if step.form == "completion" or index is None:
                 yield completion_question(step)

@@ -60,6 +60,31 @@ def test_the_generator_is_deterministic_for_a_seed():
     assert a == b
 
 
+def test_closing_the_generator_drops_the_pool_indexes_it_used_and_keeps_another_builds():
+    """The process keeps a task's pool index for its shards; once a build's generation is done, the
+    index (its pool's texts, token sets and LSH forests) must not stay for the rest of the build."""
+    import weakref
+
+    from generators import offline
+
+    golds = [_gold(i + 500, t) for i, t in enumerate(PLANS)]  # pools no other test indexed
+    mine, theirs = _pool(golds), _pool([_gold(i + 900, t) for i, t in enumerate(PLANS)])
+    gen, other = OfflineGenerator(seed=1), OfflineGenerator(seed=1)
+    first = list(gen.generate(golds[:4], mine, 4))
+    list(gen.generate(golds[4:], mine, 4))  # a second shard of the same task: the same index
+    list(other.generate(golds, theirs, 4))
+    used = [i for i in offline._INDEXES.values() if i.pool is mine]
+    assert len(used) == 1
+    gone = weakref.ref(used[0])
+    del used
+    gen.close()
+    assert gone() is None
+    assert any(i.pool is theirs for i in offline._INDEXES.values())  # another build's stays
+    assert list(OfflineGenerator(seed=1).generate(golds[:4], mine, 4)) == first  # rebuilt alike
+    other.close()
+    assert not any(i.pool is theirs for i in offline._INDEXES.values())
+
+
 def test_too_small_a_pool_gives_a_problem_not_a_short_question():
     golds = [_gold(0, PLANS[0]), _gold(1, PLANS[2])]
     out = list(OfflineGenerator().generate(golds, _pool(golds), 4))

@@ -50,3 +50,28 @@ def test_the_spills_of_a_killed_build_are_removed_and_those_of_a_running_one_kep
     (work.work_dir(tmp_path) / "pool-plan-k1.pkl").write_bytes(b"")  # not a spill: left alone
     assert work.clean_spills(tmp_path) == [work.work_dir(tmp_path) / dead]
     assert sorted(p.name for p in work.work_dir(tmp_path).iterdir()) == sorted([alive, "pool-plan-k1.pkl"])
+
+
+def test_the_reports_rows_are_read_from_the_written_parquet_a_batch_at_a_time(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pytest
+
+    from flows.build_stages import CandidateRows, ParquetRows
+
+    rows = [
+        {"item_id": f"i{k:04d}", "options": [f"a{k}", f"b{k}"], "gold_index": k % 2, "fields": {"x": str(k)}}
+        for k in range(2500)
+    ]
+    folder = tmp_path / "candidates"
+    folder.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), folder / "plan.parquet", row_group_size=1000)
+    table = CandidateRows(folder, {"plan": len(rows)})
+    got = table["plan"]
+    assert isinstance(got, ParquetRows) and len(got) == 2500
+    got.BATCH = 7  # batches that end inside and across row groups
+    assert list(got) == rows and list(got) == rows  # every pass reads the file again
+    assert got[3] == rows[3] and got[-2:] == rows[-2:]
+    assert dict(table.counts) == {"plan": 2500} and list(table) == ["plan"]
+    with pytest.raises(KeyError):
+        table["action"]

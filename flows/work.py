@@ -34,13 +34,17 @@ def work_dir(out_dir: str | Path) -> Path:
     return Path(out_dir).resolve() / ".work"
 
 
-def store(out_dir: str | Path, kind: str, key: str, value: Any) -> str:
-    """Write `value` to `<out_dir>/.work/<kind>-<key>.pkl` (atomically; rewritten by every build, so a
-    file never outlives the code that wrote it) and return the path to hand to shard tasks."""
-    path = work_dir(out_dir) / f"{kind}-{key}.pkl"
+def _write(path: Path, value: Any) -> str:
+    """Pickle `value` to `path` atomically; its path as a string."""
     with atomic_path(path) as tmp:
         tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     return str(path)
+
+
+def store(out_dir: str | Path, kind: str, key: str, value: Any) -> str:
+    """Write `value` to `<out_dir>/.work/<kind>-<key>.pkl` (atomically; rewritten by every build, so a
+    file never outlives the code that wrote it) and return the path to hand to shard tasks."""
+    return _write(work_dir(out_dir) / f"{kind}-{key}.pkl", value)
 
 
 def spill_area() -> str:
@@ -53,10 +57,7 @@ def spill_area() -> str:
 def spill(out_dir: str | Path, area: str, kind: str, index: int, value: Any) -> str:
     """Write one stage's output shard to `<out_dir>/.work/<area>/<kind>/<index>.pkl` (atomically) and
     return its path: the flow holds the path, not the value, until the next stage `take`s it."""
-    path = work_dir(out_dir) / area / kind / f"{index:06d}.pkl"
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-    return str(path)
+    return _write(work_dir(out_dir) / area / kind / f"{index:06d}.pkl", value)
 
 
 def take(ref: str) -> Any:

@@ -17,12 +17,10 @@ from typing import Any
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows import hygiene
+from flows import hygiene, work
 from flows import progress as progress_mod
 from flows.build_report import RunCounts, Sections, Timer, make_report, reusable_report
 from flows.build_stages import (
-    Filtered,
-    Final,
     Inputs,
     Kept,
     Posed,
@@ -32,8 +30,6 @@ from flows.build_stages import (
     clean_outputs,
     enqueue_for_review,
     extract_golds,
-    filter_questions,
-    finish_questions,
     generate_questions,
     keep_runs,
     make_generator,
@@ -45,6 +41,8 @@ from flows.build_stages import (
     write_outputs,
 )
 from flows.config import BuildConfig
+from flows.filtering import filter_questions
+from flows.finish import Filtered, Final, finish_questions
 from flows.io import write_json
 from flows.memory import release_memory
 from flows.progress import Progress
@@ -79,35 +77,35 @@ def build(config: BuildConfig) -> BuildReport:
     read = read._replace(trajectories=[], results=[])
     release_memory()
     golds, extract_problems = extract_golds(config, scenario, kept.runs, timer)
-    runs = runs._replace(gold_steps=len(golds))
+    runs = runs._replace(gold_steps=golds.total)
     posed = generate_questions(config, scenario, golds, timer)
     del golds
     release_memory()
     filtered = filter_questions(config, posed.questions, timer)
-    posed = posed._replace(questions=[])
     release_memory()  # the reserve candidates and the filter's counts and features are gone
     redactor = hygiene.make_redactor(config.privacy)  # questions and Problems met from here on
-    final = finish_questions(config, filtered.questions, redactor, timer)
-    filtered = filtered._replace(questions=[])
-    release_memory()
-    found = (
-        read.problems
-        + kept.runs.problems
-        + extract_problems
-        + posed.problems
-        + filtered.problems
-        + final.problems
-    )
-    written = write_outputs(config, scenario, final, found, redactor, timer)
-    redactor.release()  # every output is redacted: its caches of scanned texts go before the report
-    review = enqueue_for_review(
-        str(config.queue_path()),
-        final.questions,
-        config.version,
-        list(scenario.tasks),
-        config.review.reviews_per_item,
-    )
-    final = final._replace(questions=[])  # enqueued and written: the report reads the rows from here on
+    try:  # the questions are on disk from here until enqueued: the files go whatever happens
+        final = finish_questions(config, filtered, redactor, timer)
+        release_memory()
+        found = (
+            read.problems
+            + kept.runs.problems
+            + extract_problems
+            + posed.problems
+            + filtered.problems
+            + final.problems
+        )
+        written = write_outputs(config, scenario, final, found, redactor, timer)
+        redactor.release()  # every output is redacted: its caches of scanned texts go before the report
+        review = enqueue_for_review(
+            str(config.queue_path()),
+            final.questions,
+            config.version,
+            list(scenario.tasks),
+            config.review.reviews_per_item,
+        )
+    finally:
+        work.remove_area(config.out_dir, filtered.area)
     release_memory()
     report = report_of(
         config, inputs, read, kept, runs, posed, filtered, final, written, review, redactor, timer

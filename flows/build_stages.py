@@ -7,7 +7,7 @@ by content and component versions. The flow in `flows/build.py` only calls these
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, overload
 
@@ -25,20 +25,14 @@ from flows import cache_keys, hygiene, stages, work
 from flows import progress as progress_mod
 from flows.build_report import Timer
 from flows.config import BuildConfig, PrivacyConfig, TaskConfig
-from flows.io import clean_stale_temps, write_jsonl, write_parquet
+from flows.finish import Final
+from flows.io import clean_stale_temps, write_jsonl, write_parquet_batches
 from flows.progress import Progress
 from flows.review import enqueue_and_summarise
-from generators.base import DistractorGenerator
-from generators.hygiene.dedup import ItemDedup, dedup_questions
-from generators.hygiene.scrub import (
-    QuestionScrub,
-    redact_problems,
-    redact_questions,
-    redact_trajectories,
-)
+from generators.base import DistractorGenerator, PoolEntry
+from generators.hygiene.scrub import redact_problems, redact_trajectories
 from generators.hygiene.secrets import Redactor
 from generators.offline import OfflineGenerator
-from generators.quality.balance import balance_positions
 from schemas import (
     GoldStep,
     Problem,
@@ -51,9 +45,11 @@ from schemas import (
     task_spec,
 )
 from schemas.report import JudgeReport, LLMUsage, ReviewReport
-from schemas.validity import AdversarialTask
 
 T = TypeVar("T")
+
+#: Rows per row group of a candidates file (a task of fewer rows is one group, as `write_parquet` writes).
+ROW_GROUP = 8192
 
 
 def make_generator(config: BuildConfig) -> DistractorGenerator:
@@ -89,6 +85,18 @@ def extract_options(task: TaskConfig, spec: TaskSpec, seed: int) -> ExtractOptio
 def chunks(items: Sequence[T], size: int) -> list[list[T]]:
     """Split `items` into consecutive shards of at most `size`."""
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """`items` in lists of `size` (the last shorter), as `chunks` cuts a list, read as they come."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class ScrubbedRead(NamedTuple):
@@ -142,21 +150,23 @@ def extract_shard(
 @task(name="generate-shard", cache_policy=NO_CACHE)
 def generate_shard(
     config: BuildConfig,
-    golds: list[GoldStep],
+    golds: str,
     pool: str,
     n_options: int,
     generator: DistractorGenerator | None = None,
     cache_key: str = "",
 ) -> tuple[list[Question], list[Problem]]:
     """Pose one shard of gold steps as questions (with the build's shared generator when given);
-    `pool` is the path of the task's distractor pool (`flows.work.store`)."""
+    `golds` is the path of the shard's steps (`flows.work.spill`, read where the task runs), `pool`
+    the path of the task's distractor pool (`flows.work.store`)."""
     discover_extractors()  # a Dask worker is another process: register the TaskSpecs there too
-    return stages.generate_stage(generator or make_generator(config), golds, work.load(pool), n_options)
+    steps = work.peek(golds)  # not taken: a retried task reads it again; the build removes the folder
+    return stages.generate_stage(generator or make_generator(config), steps, work.load(pool), n_options)
 
 
 @task(name="enqueue-for-review", cache_policy=NO_CACHE)
 def enqueue_for_review(
-    path: str, questions: list[Question], batch: str, tasks: list[str], reviews_per_item: int
+    path: str, questions: Iterable[Question], batch: str, tasks: list[str], reviews_per_item: int
 ) -> ReviewReport:
     """Enqueue the build's questions for human review (verdicts of unchanged items are kept)."""
     return enqueue_and_summarise(path, questions, batch, tasks, reviews_per_item)
@@ -263,6 +273,42 @@ class Kept(NamedTuple):
     judge: JudgeReport
 
 
+class Golds(NamedTuple):
+    """The gold steps of every task on disk, one file per task (`work.replay`; in shard order), with
+    each task's distractor pool (`stages.pool_of` of its steps) and the counts."""
+
+    area: str
+    files: dict[str, Path]
+    pools: dict[str, list[PoolEntry]]
+    counts: dict[str, int]
+    retrievable: dict[str, bool]
+
+    @classmethod
+    def start(cls, config: BuildConfig, scenario: Scenario) -> Golds:
+        area = work.spill_area()
+        names = list(scenario.specs)
+        return cls(
+            area,
+            {n: work.spill_path(config.out_dir, area, f"golds-{n}") for n in names},
+            {n: [] for n in names},
+            {n: 0 for n in names},
+            {n: spec.other_runs_as_distractors for n, spec in scenario.specs.items()},
+        )
+
+    def add(self, out: work.Appender, steps: Iterable[GoldStep]) -> None:
+        """One shard's steps, to their tasks' files and pools (steps of a task the scenario does not
+        pose are counted, as the steps extracted, and not kept)."""
+        for g in steps:
+            self.counts[g.task] = self.counts.get(g.task, 0) + 1
+            if g.task in self.files:
+                out.add(self.files[g.task], g)
+                self.pools[g.task] += stages.pool_of([g], self.retrievable[g.task])
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
 class Spilled(NamedTuple):
     """One task's posed questions, spilled shard by shard (`flows.work.spill`, in shard order)."""
 
@@ -282,24 +328,6 @@ class Posed(NamedTuple):
     questions: list[Spilled]
     problems: list[Problem]
     usage: LLMUsage | None
-
-
-class Filtered(NamedTuple):
-    """Questions after adversarial filtering, the items it dropped, and what it did per task."""
-
-    questions: list[Question]
-    problems: list[Problem]
-    tasks: dict[str, AdversarialTask]
-
-
-class Final(NamedTuple):
-    """Questions that passed redaction, dedup, gates and contamination, in balanced gold positions."""
-
-    questions: list[Question]
-    redacted: QuestionScrub
-    deduped: ItemDedup
-    contamination: hygiene.ContaminationStage
-    problems: list[Problem]
 
 
 class ParquetRows(Sequence[dict[str, Any]]):
@@ -441,11 +469,13 @@ def keep_runs(config: BuildConfig, scenario: Scenario, read: Read, timer: Timer)
 
 def extract_golds(
     config: BuildConfig, scenario: Scenario, kept: stages.KeepResult, timer: Timer
-) -> tuple[list[GoldStep], list[Problem]]:
+) -> tuple[Golds, list[Problem]]:
     """Extract the gold steps of every task, shard by shard, after the scenario observed every labelled run.
 
     Takes the runs over: `kept.kept` and `kept.labelled` are emptied once sharded, so each shard's runs
-    are held by that shard only and go once it is extracted (the caller counts them first).
+    are held by that shard only and go once it is extracted (the caller counts them first). Each
+    shard's gold steps go to their task's file as the shard is gathered (`Golds`): the flow keeps the
+    tasks' distractor pools, not the steps.
     """
     options = {
         name: extract_options(t, scenario.specs[name], config.seed) for name, t in scenario.tasks.items()
@@ -469,16 +499,32 @@ def extract_golds(
                 extractor_task.submit(config.scenario, _shard_arg(config, shard), options, observed_ref, key)
             )
             del shard
-        extracted = _gather(futures, "extract", progress_mod.current())
-        work.forget()
-    return [g for gs, _ in extracted for g in gs], [p for _, ps in extracted for p in ps]
+        golds = Golds.start(config, scenario)
+        problems: list[Problem] = []
+        progress, total = progress_mod.current(), len(futures)
+        futures.reverse()
+        try:
+            with work.Appender() as out:
+                while futures:  # in shard order, each result dropped once its steps are on disk
+                    steps, found = futures.pop().result()
+                    golds.add(out, steps)
+                    problems += found
+                    if progress:
+                        progress("extract", total - len(futures), total)
+        except BaseException:
+            work.remove_area(config.out_dir, golds.area)  # the build stops here: its files go with it
+            raise
+        finally:
+            work.forget()
+    return golds, problems
 
 
-def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[GoldStep], timer: Timer) -> Posed:
+def generate_questions(config: BuildConfig, scenario: Scenario, golds: Golds, timer: Timer) -> Posed:
     """Pose every gold step as a question, every task's shards at once, with one generator for the whole build.
 
-    Takes the gold steps over: `golds` is emptied once they are sharded, so each shard's steps are held
-    by that shard only and go once it is posed (the caller counts them first).
+    Each task's steps are read from their file a shard at a time, keyed and spilled: a shard task gets
+    the path of its steps and reads them where it runs (on Dask, in the worker), so the flow holds
+    paths and the pools, not the steps. The steps' files go with the stage.
     """
     spilled: list[Spilled] = []
     problems: list[Problem] = []
@@ -493,28 +539,17 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
             # Every task's shards are submitted before any is awaited: the generator's one request pool
             # stays full across shard and task boundaries (a re-ask at a task's end overlaps the next).
             submitted = []
-            by_task = {name: [g for g in golds if g.task == name] for name in scenario.specs}
-            golds.clear()
             for name, spec in scenario.specs.items():
-                task_golds = by_task.pop(name)
-                pool = stages.pool_of(task_golds, spec.other_runs_as_distractors)
+                pool = golds.pools.pop(name)
                 pool_key = cache_keys.pool_key(pool)
                 pool_ref = work.store(config.out_dir, f"pool-{name}", pool_key, pool)
                 del pool  # the shards read it from its file (on Dask, each worker process once)
-                shards = chunks(task_golds, config.limits.shard_size)
-                del task_golds
-                keys = [
-                    cache_keys.generate_key(config, generator, s, pool_key, spec.n_options) for s in shards
-                ]
-                futures = []
-                shards.reverse()
-                for key in keys:  # popped as submitted, as in extract_golds
-                    shard = shards.pop()
-                    futures.append(
-                        generator_task.submit(
-                            config, _shard_arg(config, shard), pool_ref, spec.n_options, shared, key
-                        )
-                    )
+                keys, futures = [], []
+                for shard in _batches(work.replay(golds.files[name]), config.limits.shard_size):
+                    key = cache_keys.generate_key(config, generator, shard, pool_key, spec.n_options)
+                    ref = work.spill(config.out_dir, golds.area, f"shards-{name}", len(keys), shard)
+                    keys.append(key)
+                    futures.append(generator_task.submit(config, ref, pool_ref, spec.n_options, shared, key))
                     del shard
                 submitted.append((name, keys, futures))
             progress = progress_mod.current()
@@ -537,64 +572,25 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: list[Gold
             work.remove_area(config.out_dir, area)  # the build stops here: its spills go with it
             raise
         finally:
+            work.remove_area(config.out_dir, golds.area)  # every shard is posed (or the build stops)
             work.forget()
             usage = generator.usage_report()
             generator.close()
     return Posed(spilled, problems, usage)
 
 
-def filter_questions(config: BuildConfig, posed: list[Spilled], timer: Timer) -> Filtered:
-    """Adversarial filtering: swap distractors the baselines separate from the gold for reserve candidates.
-
-    Before the gates and balancing, so swapped-in candidates are checked like the rest. One task at a
-    time, in task-name order (the filter's own order of tasks): its spilled questions are read, and
-    each block's questions (with their reserve candidates) go once the block is filtered. The output
-    keeps the scenario's order of tasks, each task's questions in the order they were posed.
-    """
-    order = [spilled.task for spilled in posed]
-    out: dict[str, list[Question]] = {}
-    dropped: list[Problem] = []
-    tasks: dict[str, AdversarialTask] = {}
-    with timer.stage("adversarial"):
-        try:
-            for spilled in sorted(posed, key=lambda s: s.task):
-                questions = spilled.take()
-                out[spilled.task], found, stats = stages.adversarial_stage(questions, config, consume=True)
-                dropped += found
-                tasks |= stats
-                del questions
-        finally:  # taken or not (a failed build is rebuilt from the shard cache), the spills go
-            for area in {spilled.area for spilled in posed}:
-                work.remove_area(config.out_dir, area)
-        posed.clear()
-        kept = [q for task in order for q in out.pop(task)]
-    return Filtered(kept, dropped, tasks)
-
-
-def finish_questions(
-    config: BuildConfig, questions: list[Question], redactor: Redactor, timer: Timer
-) -> Final:
-    """Redact, drop duplicates, run the gates and the contamination check, balance the gold positions."""
-    with timer.stage("redact"):
-        redacted = redact_questions(questions, redactor)
-    with timer.stage("dedup"):
-        deduped = dedup_questions(
-            redacted.questions, config.dedup.near_duplicate_threshold, config.dedup.num_perm
-        )
-    with timer.stage("check"):
-        passed, found = stages.check_stage(deduped.kept)
-    with timer.stage("contamination"):
-        contamination = hygiene.contamination_stage(passed, config.contamination)
-        balanced = balance_positions(contamination.kept, config.seed)
-    problems = redacted.problems + deduped.problems + found + contamination.problems
-    # the stages' own lists of questions are not kept: the balanced questions are the survivors
-    return Final(
-        balanced,
-        redacted._replace(questions=[]),
-        deduped._replace(kept=[]),
-        contamination._replace(kept=[]),
-        problems,
-    )
+def _row_batches(questions: Iterable[Question], size: int = ROW_GROUP) -> Iterator[list[dict[str, Any]]]:
+    """Rows of `questions` in lists of `size` (one empty list when there are none: the file still has
+    its columns)."""
+    rows: list[dict[str, Any]] = []
+    sent = False
+    for q in questions:
+        rows.append(question_row(q))
+        if len(rows) >= size:
+            yield rows
+            rows, sent = [], True
+    if rows or not sent:
+        yield rows
 
 
 def write_outputs(
@@ -608,15 +604,13 @@ def write_outputs(
     """Write `candidates/<task>.parquet`, `quarantine.jsonl` and `redactions.jsonl`; returns rows, Problems, redactions."""
     out = config.output_dir()
     with timer.stage("write"):
-        by_task: dict[str, list[Question]] = {name: [] for name in scenario.tasks}
-        for q in final.questions:
-            by_task[q.task].append(q)
         counts = {}
-        for name, questions in by_task.items():  # one task's rows at a time
-            rows = [question_row(q) for q in sorted(questions, key=lambda q: q.item_id)]
-            write_parquet(out / "candidates" / f"{name}.parquet", rows_table(config.scenario, name, rows))
-            counts[name] = len(rows)
-            del rows
+        for name in scenario.tasks:  # one task's rows at a time, a batch of rows at a time
+            counts[name] = write_parquet_batches(
+                out / "candidates" / f"{name}.parquet",
+                (rows_table(config.scenario, name, rows) for rows in _row_batches(final.questions.of(name))),
+            )
+        final.questions.counts = counts
         problems = redact_problems(problems, redactor)  # reader errors may quote raw input
         write_jsonl(out / "quarantine.jsonl", (p.model_dump() for p in problems))
         shown = hygiene.redaction_rows(final.questions)

@@ -80,11 +80,16 @@ class ContaminationStage(NamedTuple):
     report: ContaminationReport
 
 
-def contamination_stage(questions: list[Question], config: ContaminationConfig) -> ContaminationStage:
-    """Measure overlap with the configured sources; drop flagged items when `drop` is set."""
+def contamination_stage(
+    questions: list[Question],
+    config: ContaminationConfig,
+    loaded: tuple[ReferenceIndex, list[Problem]] | None = None,
+) -> ContaminationStage:
+    """Measure overlap with the configured sources; drop flagged items when `drop` is set.
+    `loaded`: the index (and its Problems) `load_index` made, when the stage runs task by task."""
     if not config.reference and not config.previous_versions:
         return ContaminationStage(questions, [], ContaminationReport())
-    index, problems = load_index(config)
+    index, problems = loaded if loaded is not None else load_index(config)
     result = measure(
         questions, index, config.min_overlap, config.boilerplate_share, "error" if config.drop else "warning"
     )
@@ -106,11 +111,11 @@ def contamination_stage(questions: list[Question], config: ContaminationConfig) 
 def redaction_rows(questions: Iterable[Question]) -> list[dict[str, Any]]:
     """One row per item that shows placeholders: item id, task and counts per kind (no values)."""
     rows = []
-    for q in sorted(questions, key=lambda q: (q.task, q.item_id)):
+    for q in questions:  # read once (the build's are read from disk): the rows are sorted, not the items
         counts = placeholder_counts(q)
         if counts:
             rows.append({"item_id": q.item_id, "task": q.task, "redactions": dict(sorted(counts.items()))})
-    return rows
+    return sorted(rows, key=lambda row: (row["task"], row["item_id"]))
 
 
 def secrets_report(

@@ -88,9 +88,30 @@ def write_jsonl(target: str | Path, rows: Iterable[dict[str, Any]]) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+_PARQUET = {"compression": "zstd", "use_dictionary": True, "write_statistics": True, "store_schema": True}
+
+
 def write_parquet(target: str | Path, table: pa.Table) -> None:
     """Atomically write a Parquet file with deterministic settings (no timestamps in metadata)."""
     with atomic_path(target) as tmp:
-        pq.write_table(
-            table, tmp, compression="zstd", use_dictionary=True, write_statistics=True, store_schema=True
-        )
+        pq.write_table(table, tmp, **_PARQUET)
+
+
+def write_parquet_batches(target: str | Path, tables: Iterable[pa.Table]) -> int:
+    """Atomically write tables of one schema as one Parquet file, a row group per table (the settings
+    of `write_parquet`, which writes the same bytes for a single table); the number of rows."""
+    rows = 0
+    with atomic_path(target) as tmp:
+        writer = None
+        try:
+            for table in tables:
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema, **_PARQUET)
+                writer.write_table(table)
+                rows += table.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:
+            raise ValueError(f"{target}: no table to write (give one, empty, for a file of no rows)")
+    return rows

@@ -11,6 +11,7 @@ agreement, or exchanges tasks with Label Studio.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -95,9 +96,10 @@ def review_summary(queue: Queue) -> dict[str, Any]:
 
 
 def enqueue_and_summarise(
-    path: str | Path, questions: list[Question], batch: str, tasks: list[str], reviews_per_item: int
+    path: str | Path, questions: Iterable[Question], batch: str, tasks: list[str], reviews_per_item: int
 ) -> ReviewReport:
-    """Enqueue a build's questions (one transaction) and summarise the queue for the report (the build's last step)."""
+    """Enqueue a build's questions (one transaction) and summarise the queue for the report (the build's last step).
+    `questions` is read twice (against the queue, then into it): a list, or the build's `FinalQuestions`."""
     from annotations.queue import Queue
 
     queue = Queue(path)
@@ -113,13 +115,16 @@ def enqueue_and_summarise(
 
 
 def changelog_against_queue(
-    queue: Any, questions: list[Question], tasks: list[str]
+    queue: Any, questions: Iterable[Question], tasks: list[str]
 ) -> dict[str, dict[str, int]]:
     """Per task, what this build adds, removes, changes and keeps against the items last built into the queue."""
     from schemas import content_hash
 
-    new = {q.item_id: (q.task, content_hash(q)) for q in questions}
-    scenarios = {q.scenario for q in questions}
+    new: dict[str, tuple[str, str]] = {}
+    scenarios: set[str] = set()
+    for q in questions:  # one pass: a build's questions are read from disk
+        new[q.item_id] = (q.task, content_hash(q))
+        scenarios.add(q.scenario)
     before: dict[str, tuple[str, str]] = {}
     for task_name in tasks:
         offset = 0

@@ -22,6 +22,7 @@ from generators.base import DistractorGenerator, PoolEntry
 from generators.hygiene.dedup import duplicate_runs
 from generators.quality.adversarial import Settings, adversarial_filter
 from generators.quality.audit import bounds_of
+from generators.quality.baselines import Bounds
 from generators.quality.gates import check_question
 from schemas import GoldStep, Problem, Question, Trajectory
 from schemas.validity import AdversarialTask
@@ -168,18 +169,10 @@ def generate_stage(
     return questions, problems
 
 
-def adversarial_stage(
-    questions: Sequence[Question], config: Any, consume: bool = False
-) -> tuple[list[Question], list[Problem], dict[str, AdversarialTask]]:
-    """Adversarial filtering of every MCQ task (config `adversarial`); reserve is cleared either way.
-    `consume=True` takes the list over (emptied as read; see `adversarial_filter`)."""
+def adversarial_settings(config: Any) -> Settings:
+    """The filter's settings from the build config (`adversarial`)."""
     af = config.adversarial
-    if not af.enabled:
-        source = _drained(questions) if consume else questions  # the copies replace the originals
-        return [q.model_copy(update={"reserve": ()}) if q.reserve else q for q in source], [], {}
-    tasks = {q.task for q in questions}
-    bounds = {t: bounds_of(config.quality, t) for t in tasks}
-    settings = Settings(
+    return Settings(
         rounds=af.rounds,
         folds=af.folds,
         slack=af.slack,
@@ -187,7 +180,23 @@ def adversarial_stage(
         max_drop=af.max_drop,
         block=af.block_items,
     )
-    return adversarial_filter(questions, config.seed, settings, bounds, consume=consume)
+
+
+def adversarial_bounds(config: Any, task: str) -> Bounds:
+    """The baselines' bounds the filter aims under for `task` (the audit's, from `quality`)."""
+    return bounds_of(config.quality, task)
+
+
+def adversarial_stage(
+    questions: Sequence[Question], config: Any, consume: bool = False
+) -> tuple[list[Question], list[Problem], dict[str, AdversarialTask]]:
+    """Adversarial filtering of every MCQ task (config `adversarial`); reserve is cleared either way.
+    `consume=True` takes the list over (emptied as read; see `adversarial_filter`)."""
+    if not config.adversarial.enabled:
+        source = _drained(questions) if consume else questions  # the copies replace the originals
+        return [q.model_copy(update={"reserve": ()}) if q.reserve else q for q in source], [], {}
+    bounds = {t: adversarial_bounds(config, t) for t in {q.task for q in questions}}
+    return adversarial_filter(questions, config.seed, adversarial_settings(config), bounds, consume=consume)
 
 
 def _drained(questions: Sequence[Question]) -> Iterator[Question]:

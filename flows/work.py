@@ -10,7 +10,9 @@ keeps the last few values it loaded (`load`), keyed by path and modification tim
 A stage's output the next stage reads once (the questions of each generate shard) is `spill`ed the
 same way, one file per shard in a folder of the build's own (`spill_area`), and `take`n (read and
 removed) by the next stage, which loads one task's shards at a time: the flow holds paths between
-the stages, not the build's questions.
+the stages, not the build's questions. A stage that streams (one value at a time, none held) writes
+with an `Appender` to a file in the area and the next reads it back with `replay`: the extracted
+gold steps of each task, the filtered questions, their id buckets (`flows.finish`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pickle
 import re
 import secrets
 import shutil
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -60,12 +63,61 @@ def spill(out_dir: str | Path, area: str, kind: str, index: int, value: Any) -> 
     return _write(work_dir(out_dir) / area / kind / f"{index:06d}.pkl", value)
 
 
+def peek(ref: str) -> Any:
+    """The value a `spill` path holds, the file left for a later `take`."""
+    return pickle.loads(Path(ref).read_bytes())
+
+
 def take(ref: str) -> Any:
     """The value a `spill` path holds, read once: the file is removed (never cached)."""
     path = Path(ref)
     value = pickle.loads(path.read_bytes())
     path.unlink()
     return value
+
+
+def spill_path(out_dir: str | Path, area: str, name: str) -> Path:
+    """`<out_dir>/.work/<area>/<name>`: a file a stage appends to and reads back (`Appender`, `replay`)."""
+    path = work_dir(out_dir) / area / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class Appender:
+    """Values pickled one after another onto files (opened as first written to, kept open till
+    `close`): a stage streams what it makes to disk without holding it, and `replay` reads it back."""
+
+    def __init__(self) -> None:
+        self._files: dict[Path, Any] = {}
+
+    def add(self, path: Path, value: Any) -> None:
+        f = self._files.get(path)
+        if f is None:
+            f = self._files[path] = path.open("ab")
+        pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+    def __enter__(self) -> Appender:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+def replay(path: Path) -> Iterator[Any]:
+    """The values an `Appender` wrote to `path`, in order, one at a time (none if it has none)."""
+    if not path.exists():
+        return
+    with path.open("rb") as f:
+        while True:
+            try:
+                yield pickle.load(f)
+            except EOFError:
+                return
 
 
 def remove_area(out_dir: str | Path, area: str) -> None:

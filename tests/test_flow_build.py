@@ -75,8 +75,8 @@ def test_bad_inputs_are_quarantined_with_file_and_reason_and_counted(built):
 
 @pytest.mark.flow
 def test_generated_questions_travel_between_stages_as_spilled_shards_read_once(built, tmp_path, monkeypatch):
-    """The generate stage spills each shard's questions under `<out_dir>/.work/` (the flow holds the
-    paths); filtering takes them task by task, and the build's spill folder goes with them."""
+    """The generate stage spills each shard's gold steps and questions under `<out_dir>/.work/` (the
+    flow holds the paths); filtering takes them task by task, and the build's spill folders go."""
     from flows import work
 
     spilled: list[str] = []
@@ -91,7 +91,13 @@ def test_generated_questions_travel_between_stages_as_spilled_shards_read_once(b
         app, ["build", str(ROOT / "configs" / "swe_issue_fix.yaml"), "--out", str(tmp_path)]
     )
     assert result.exit_code == 0, result.output
-    assert {Path(ref).parent.name for ref in spilled} == {"questions-plan", "questions-action"}
+    # each generate shard's gold steps (read where the shard runs) and the questions it posed
+    assert {Path(ref).parent.name for ref in spilled} == {
+        "shards-plan",
+        "shards-action",
+        "questions-plan",
+        "questions-action",
+    }
     assert not [ref for ref in spilled if Path(ref).exists()]
     assert not list((tmp_path / ".work").glob("spill-*")) and not list(
         (built.parents[1] / ".work").glob("spill-*")

@@ -72,14 +72,16 @@ class Writes(QueueBase):
         stored and the item goes back to `pending`. Items of the same scenario and tasks (`tasks`, default:
         the tasks present) that this batch no longer contains are retired (hidden, verdict kept).
         """
-        qs = list(questions)
         counts = {"new": 0, "unchanged": 0, "requeued": 0, "restored": 0, "retired": 0}
-        scope = {(q.scenario, t) for q in qs for t in (tasks if tasks is not None else [q.task])}
+        task_list = list(tasks) if tasks is not None else None
+        scope: set[tuple[str, str]] = set()
+        ids: set[str] = set()
         with self._writing() as con:
             now = self._now()
-            for q in qs:
+            for q in questions:  # read once, as they come (a build's are read from disk)
                 counts[self._enqueue_one(con, q, batch, origin, now)] += 1
-            ids = {q.item_id for q in qs}
+                ids.add(q.item_id)
+                scope.update((q.scenario, t) for t in (task_list if task_list is not None else [q.task]))
             for scenario, task in sorted(scope):
                 for row in con.execute(
                     "SELECT * FROM items WHERE scenario = ? AND task = ? AND retired = 0", (scenario, task)

@@ -112,67 +112,86 @@ def shingles(text: str, size: int = 5, normalised: bool = False) -> set[bytes]:
     return {" ".join(words[i : i + size]).encode("utf-8") for i in range(len(words) - size + 1)}
 
 
+class TaskDedup:
+    """Duplicates within one (scenario, task), offered one item at a time in item-id order.
+
+    It keeps what later items are compared with, not the items: a digest per (context, answer), and
+    per kept item its MinHash, gold and trajectory id in the LSH index. So a task streams through
+    with memory in its signatures (`dedup_questions` is the same over a list).
+    """
+
+    def __init__(self, threshold: float = 0.9, num_perm: int = 128, shingle: int = 5) -> None:
+        from datasketch import MinHash, MinHashLSH
+
+        self.threshold, self.num_perm, self.shingle = threshold, num_perm, shingle
+        self.exact = self.near = 0
+        self._minhash = MinHash
+        # deterministic (crc32, fixed seed) and computed once: MinHash's own setup dominates otherwise
+        self._permutations = MinHash(num_perm=num_perm, seed=1, scheme="affine32").permutations
+        self._seen: dict[bytes, str] = {}  # digest of (context, answer): the texts themselves are not kept
+        self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+        self._sketches: dict[str, tuple[Any, str, str]] = {}  # item id -> (MinHash, gold, trajectory id)
+
+    def offer(self, q: Question) -> Problem | None:
+        """None when `q` is kept (and remembered), else the Problem dropping it."""
+        ctx = normalise(_context(q))
+        ident = _ident(ctx, normalise(q.gold))
+        if ident in self._seen:
+            self.exact += 1
+            return Problem(
+                where=q.item_id,
+                stage="dedup",
+                reason="duplicate_item",
+                detail=f"same context and answer as item {self._seen[ident]}",
+            )
+        mh = self._minhash(
+            num_perm=self.num_perm,
+            seed=1,
+            hashfunc=zlib.crc32,
+            permutations=self._permutations,
+            scheme="affine32",
+        )
+        mh.update_batch(list(shingles(ctx, self.shingle, normalised=True)))
+        for other_id in sorted(self._lsh.query(mh)):
+            other_mh, other_gold, other_trajectory = self._sketches[other_id]
+            if other_trajectory == q.trajectory_id:
+                continue
+            jac = mh.jaccard(other_mh)
+            if jac >= self.threshold and similarity(q.gold, other_gold) >= self.threshold:
+                self.near += 1
+                return Problem(
+                    where=q.item_id,
+                    stage="dedup",
+                    reason="near_duplicate_item",
+                    detail=f"context Jaccard ~{jac:.2f} and same answer as item {other_id}",
+                )
+        self._seen[ident] = q.item_id
+        self._lsh.insert(q.item_id, mh)
+        self._sketches[q.item_id] = (mh, q.gold, q.trajectory_id)
+        return None
+
+
 def dedup_questions(
     questions: Iterable[Question], threshold: float = 0.9, num_perm: int = 128, shingle: int = 5
 ) -> ItemDedup:
     """Drop exact and near-duplicate items within each (scenario, task); the first by id is kept."""
-    from datasketch import MinHash, MinHashLSH
-
     by_task: dict[tuple[str, str], list[Question]] = defaultdict(list)
     for q in questions:
         by_task[(q.scenario, q.task)].append(q)
     kept: list[Question] = []
     problems: list[Problem] = []
     exact = near = 0
-    # deterministic (crc32, fixed seed) and computed once: MinHash's own setup dominates otherwise
-    permutations = MinHash(num_perm=num_perm, seed=1, scheme="affine32").permutations
     for key in sorted(by_task):
-        seen: dict[bytes, str] = {}  # digest of (context, answer): the texts themselves are not kept
-        lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
-        sketches: dict[str, tuple[Any, Question]] = {}
+        dedup = TaskDedup(threshold, num_perm, shingle)
         for q in sorted(by_task[key], key=lambda q: q.item_id):
-            ctx = normalise(_context(q))
-            ident = _ident(ctx, normalise(q.gold))
-            if ident in seen:
-                exact += 1
-                problems.append(
-                    Problem(
-                        where=q.item_id,
-                        stage="dedup",
-                        reason="duplicate_item",
-                        detail=f"same context and answer as item {seen[ident]}",
-                    )
-                )
-                continue
-            mh = MinHash(
-                num_perm=num_perm, seed=1, hashfunc=zlib.crc32, permutations=permutations, scheme="affine32"
-            )
-            mh.update_batch(list(shingles(ctx, shingle, normalised=True)))
-            match = None
-            for other_id in sorted(lsh.query(mh)):
-                other_mh, other = sketches[other_id]
-                if other.trajectory_id == q.trajectory_id:
-                    continue
-                jac = mh.jaccard(other_mh)
-                if jac >= threshold and similarity(q.gold, other.gold) >= threshold:
-                    match = (other_id, jac)
-                    break
-            if match is not None:
-                near += 1
-                problems.append(
-                    Problem(
-                        where=q.item_id,
-                        stage="dedup",
-                        reason="near_duplicate_item",
-                        detail=f"context Jaccard ~{match[1]:.2f} and same answer as item {match[0]}",
-                    )
-                )
-                continue
-            seen[ident] = q.item_id
-            lsh.insert(q.item_id, mh)
-            sketches[q.item_id] = (mh, q)
-            kept.append(q)
+            problem = dedup.offer(q)
+            if problem is None:
+                kept.append(q)
+            else:
+                problems.append(problem)
+        exact += dedup.exact
+        near += dedup.near
     return ItemDedup(kept, problems, exact, near)
 
 
-__all__ = ["ItemDedup", "dedup_questions", "duplicate_runs", "run_fingerprint", "shingles"]
+__all__ = ["ItemDedup", "TaskDedup", "dedup_questions", "duplicate_runs", "run_fingerprint", "shingles"]

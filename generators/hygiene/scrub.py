@@ -118,6 +118,22 @@ def _json_broken(before: Question, after: Question) -> str | None:
     return None
 
 
+def redact_question(q: Question, redactor: Redactor) -> tuple[Question | None, Counter[str], Problem | None]:
+    """One question redacted with what `redactor` has learnt: the copy and its counts, or None and
+    the Problem refusing it (a JSON context field that would no longer parse)."""
+    red, counts = _redact_model(q, _QUESTION_KEEP, redactor)
+    broken = _json_broken(q, red) if counts else None
+    if broken is None:
+        return red, counts, None
+    problem = Problem(
+        where=q.item_id,
+        stage="redact",
+        reason="redaction_broke_json",
+        detail=f"field {broken!r} would not parse after redaction ({_fmt(counts)})",
+    )
+    return None, counts, problem
+
+
 def redact_questions(questions: Iterable[Question], redactor: Redactor) -> QuestionScrub:
     """Scan contexts, options and answers of every question; replace what is found.
 
@@ -131,17 +147,10 @@ def redact_questions(questions: Iterable[Question], redactor: Redactor) -> Quest
     total: Counter[str] = Counter()
     problems: list[Problem] = []
     for q in questions:
-        red, counts = _redact_model(q, _QUESTION_KEEP, redactor)
-        broken = _json_broken(q, red) if counts else None
-        if broken is not None:
-            problems.append(
-                Problem(
-                    where=q.item_id,
-                    stage="redact",
-                    reason="redaction_broke_json",
-                    detail=f"field {broken!r} would not parse after redaction ({_fmt(counts)})",
-                )
-            )
+        red, counts, problem = redact_question(q, redactor)
+        if red is None:
+            assert problem is not None
+            problems.append(problem)
             continue
         out.append(red)
         total.update(counts)
@@ -177,6 +186,7 @@ __all__ = [
     "placeholder_counts",
     "question_texts",
     "redact_problems",
+    "redact_question",
     "redact_questions",
     "redact_trajectories",
     "trajectory_texts",

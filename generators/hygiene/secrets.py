@@ -18,6 +18,7 @@ kind and the location only; the value is never stored in a finding, a Problem or
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from collections import Counter
@@ -311,6 +312,10 @@ class Redaction(NamedTuple):
     counts: Counter[str]
 
 
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class Redactor:
     """Build-wide redaction with one value -> kind map, so a secret reads the same everywhere.
 
@@ -322,35 +327,48 @@ class Redactor:
         self.scanner = scanner or Scanner()
         self._values: dict[str, str] = {}
         self._spans: dict[str, list[Span]] = {}
+        # digest of every text scanned -> whether it had findings: a text counts once in `found`, and
+        # one without findings is not kept (nor scanned again)
+        self._seen: dict[bytes, bool] = {}
         self._regex: re.Pattern[str] | None = None
         self.found: Counter[str] = Counter()
         """Findings per kind over every text learnt (a repeated text counts once)."""
 
     def _scan(self, text: str) -> list[Span]:
         spans = self._spans.get(text)
-        if spans is None:
-            spans = self._spans[text] = self.scanner.spans(text)
+        if spans is not None:
+            return spans
+        key = _digest(text)
+        known = self._seen.get(key)
+        if known is False:  # scanned before, nothing found: its digest answers
+            return []
+        spans = self.scanner.spans(text)
+        if spans:  # only texts with findings are kept (by text); the rest by digest
+            self._spans[text] = spans
+        if known is None:  # a text scanned again after a `release` counts once
+            self._seen[key] = bool(spans)
             for s in spans:
                 self.found[s.kind] += 1
                 value = text[s.start : s.end]
                 if strong_value(s.kind, value):
-                    known = self._values.get(value)
-                    if known is None or rank(s.kind) < rank(known):
+                    known_kind = self._values.get(value)
+                    if known_kind is None or rank(s.kind) < rank(known_kind):
                         self._values[value] = s.kind
                         self._regex = None
         return spans
 
     def learn(self, texts: Iterable[str]) -> None:
         """Scan texts and remember their distinctive secret values."""
-        texts = [t for t in texts if t and t not in self._spans]
+        texts = [t for t in texts if t and t not in self._spans and _digest(t) not in self._seen]
         self.scanner.prepare(texts)
         for text in texts:
             self._scan(text)
 
     def release(self) -> None:
-        """Forget the texts scanned so far (their spans, the scanner's per-line results) once no more
-        are to come: the cache keys are those texts, kept alive only by it. The value map and the
-        counts stay, so a text redacted later still reads the same."""
+        """Forget the texts scanned so far (their spans, the scanner's per-line results): the cache
+        keys are those texts, kept alive only by it. The value map, the counts and a digest of each
+        text stay, so a text redacted later reads the same and its findings are not counted twice;
+        a build learns its texts a batch at a time, releasing between batches, then redacts them."""
         self._spans.clear()
         self.scanner.release()
 

@@ -39,8 +39,14 @@ def deployment_name(cfg: BuildConfig) -> str:
 
 def to_deployments(configs: Iterable[tuple[Path, BuildConfig]]) -> list[Any]:
     """Runner deployments of the build flow, one per scheduled config."""
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
+
     from flows.build import build
 
+    # one run of a benchmark version at a time: a tick that comes while a rebuild still runs is
+    # cancelled (the next tick rebuilds what changed), so a short interval or a slow machine never
+    # piles up builds of the same output folder that slow each other down
+    one_at_a_time = ConcurrencyLimitConfig(limit=1, collision_strategy=ConcurrencyLimitStrategy.CANCEL_NEW)
     deployments = []
     for path, cfg in configs:
         sched = cfg.schedule
@@ -58,6 +64,7 @@ def to_deployments(configs: Iterable[tuple[Path, BuildConfig]]) -> list[Any]:
                 parameters={"config": cfg.model_dump(mode="json")},
                 description=f"Scheduled rebuild of {path.name}: {cfg.description}".strip(),
                 tags=["aptforge", cfg.scenario],
+                concurrency_limit=one_at_a_time,
                 **kwargs,
             )
         )

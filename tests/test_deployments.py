@@ -39,6 +39,8 @@ def test_only_configs_with_an_enabled_schedule_are_served(tmp_path):
     (dep,) = to_deployments(found)
     assert dep.name == "swe_issue_fix-v0.1.0"
     assert dep.schedules[0].schedule.cron == "0 3 * * 1"
+    assert dep.concurrency_limit == 1
+    assert dep.concurrency_options.collision_strategy.value == "CANCEL_NEW"
     assert dep.parameters["config"]["scenario"] == "swe_issue_fix"
 
 
@@ -105,6 +107,7 @@ def test_a_served_deployment_is_visible_on_a_prefect_server_and_runs_on_its_sche
             stderr=subprocess.DEVNULL,
         )
         completed = []
+        running_at_once = 0
         deadline = time.monotonic() + 300  # a loaded machine (CI, 8 builds at once) is slow to schedule
         while time.monotonic() < deadline and not completed:
             time.sleep(1)
@@ -125,10 +128,15 @@ def test_a_served_deployment_is_visible_on_a_prefect_server_and_runs_on_its_sche
                 continue
             assert [d["name"] for d in deps] == ["swe_issue_fix-v0.1.0"]
             assert deps[0]["schedules"] and deps[0]["schedules"][0]["schedule"]["interval"] == 3.0
+            # one run at a time: ticks during a run are cancelled, not piled up
+            assert deps[0]["global_concurrency_limit"]["limit"] == 1
+            assert deps[0]["concurrency_options"]["collision_strategy"] == "CANCEL_NEW"
+            running_at_once = max(running_at_once, sum(r["state_type"] == "RUNNING" for r in runs))
             completed = [r for r in runs if r["state_type"] == "COMPLETED"]
             assert not [r for r in runs if r["state_type"] in ("FAILED", "CRASHED")], runs
         assert completed, "no scheduled run completed within 300 s"
         assert completed[0]["auto_scheduled"] is True
+        assert running_at_once <= 1
     finally:
         for proc in (served, server):
             if proc is not None:

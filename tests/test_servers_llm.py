@@ -20,6 +20,7 @@ import openai
 import pydantic
 import pytest
 
+from generators.llm.clients import translate_error
 from tests.servers.llm import (
     ANTHROPIC,
     OPENAI,
@@ -527,8 +528,10 @@ def test_anthropic_message_batch_cancel(server: LLMStandInServer) -> None:
 
 
 def test_truncated_batch_results_stream_escapes_as_raw_httpx2_error(server: LLMStandInServer) -> None:
-    # `messages.batches.results` streams its body after the SDK's retry loop, so a
-    # cut-off download surfaces as a bare httpx2 error, not anthropic.APIConnectionError.
+    # `messages.batches.results` streams its body after the SDK's retry loop, so a cut-off
+    # download is not retried: older anthropic 2.x releases let the bare httpx2 error escape,
+    # newer ones (2.17) wrap it in anthropic.APIConnectionError. Either way the batch client
+    # sees one connection failure, and a second download reads the whole file.
     server.batch_in_progress_polls = 0
     client = anthropic_client(server, max_retries=2)
     batch = client.messages.batches.create(
@@ -537,8 +540,9 @@ def test_truncated_batch_results_stream_escapes_as_raw_httpx2_error(server: LLMS
     assert client.messages.batches.retrieve(batch.id).processing_status == "ended"
     server.add_faults("messages.batches.results", Fault.truncated_body())
 
-    with pytest.raises(httpx2.RemoteProtocolError):
+    with pytest.raises((httpx2.RemoteProtocolError, anthropic.APIConnectionError)) as raised:
         list(client.messages.batches.results(batch.id))
+    assert translate_error(raised.value).reason == "llm_connection_error"
     assert server.count("messages.batches.results") == 1
     assert [entry.custom_id for entry in client.messages.batches.results(batch.id)] == ["only"]
 

@@ -212,3 +212,68 @@ def test_the_build_audits_in_blocks_of_the_configured_size():
     blocked, whole = task_baselines(mcq, block=50), task_baselines(mcq, block=None)
     assert got == pytest.approx([blocked.accuracy[name] for name in learned], abs=1e-4)
     assert got != pytest.approx([whole.accuracy[name] for name in learned], abs=1e-4)
+
+
+def test_a_shelf_reads_back_what_was_appended_by_index_slice_and_in_order():
+    from generators.quality.shelf import Shelf
+
+    values = [Mcq(f"w{k}", ("a" * k, "b"), k % 2, "ctx" * k) for k in range(50)]
+    with Shelf[Mcq]() as shelf:
+        for v in values:
+            shelf.append(v)
+        assert len(shelf) == 50 and list(shelf) == values
+        assert shelf[0] == values[0] and shelf[-1] == values[-1] and shelf[17] == values[17]
+        assert shelf[10:13] == values[10:13]
+        with pytest.raises(IndexError):
+            shelf[50]
+        first = next(iter(shelf))
+        assert shelf[49] == values[49] and first == values[0]  # reads by index between iterations
+
+
+def _task_rows(n: int, seed: int) -> list[AuditRow]:
+    rng = random.Random(seed)
+    words = [
+        "install",
+        "run",
+        "test",
+        "fix",
+        "patch",
+        "import",
+        "module",
+        "config",
+        "path",
+        "error",
+        "torch",
+        "numpy",
+    ]
+    rows = []
+    for k in range(n):
+        opts = tuple(" ".join(rng.choice(words) for _ in range(rng.randint(2, 9))) for _ in range(4))
+        context = " ".join(rng.choice(words) for _ in range(30))
+        rows.append(
+            AuditRow("t", f"item-{k:04d}", "mcq", opts, rng.randrange(4), context, f"key-{k % (n - 3)}")
+        )
+    rows.append(AuditRow("t", "item-bad", "mcq", ("only one",), 0, "ctx", "key-bad"))  # not a valid item
+    return rows
+
+
+def test_an_audit_shelved_on_disk_equals_the_audit_in_memory_and_holds_one_block_of_items():
+    from generators.quality.shelf import Shelf
+
+    rows = _task_rows(90, 7)
+    held = []
+
+    class Watched(Shelf[Mcq]):
+        def __getitem__(self, i):  # the items the baselines read back, one block at a time
+            held.append(i)
+            return super().__getitem__(i)
+
+    in_memory = audit_task("t", rows, block=30)
+    with Watched() as shelf:
+        shelved = audit_task("t", iter(rows), block=30, store=shelf)
+    assert shelved.items == in_memory.items == 91
+    assert shelved.problems == in_memory.problems and shelved.findings["duplicate_row"] == 3
+    assert shelved.baselines == in_memory.baselines
+    assert sorted(held) == list(range(90))  # every valid item read back once, by index, not kept
+    whole = task_baselines([Mcq(r.where, r.options, r.gold_index, r.context) for r in rows], block=None)
+    assert whole.n_items == 90 and whole.scores.keys() == in_memory.baselines.scores.keys()

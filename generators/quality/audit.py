@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Literal, NamedTuple, Protocol
 
 from generators.quality.baselines import BASELINES, BLOCK, Bounds, Mcq, TaskBaselines, task_baselines
 from generators.quality.gates import OptionSet, check_options, context_text
+from generators.quality.shelf import Shelf
 from schemas import LETTERS, Problem, TaskSpec, content_id
 from schemas.report import QualityReport, TaskQuality
 from schemas.tasks import find_spec, specs_of_dataset
@@ -228,36 +229,43 @@ class AuditResult(NamedTuple):
 
 def audit_task(
     task: str,
-    rows: Sequence[AuditRow],
+    rows: Iterable[AuditRow],
     bounds: Bounds | None = None,
     near_gold: float = 0.9,
     problems: Iterable[Problem] = (),
     block: int | None = BLOCK,
+    store: MutableSequence[Mcq] | None = None,
 ) -> TaskAudit:
-    """Gates and baselines of one task's rows (`problems`: rows of this task that could not be used;
-    `block`: `task_baselines`' block of items)."""
+    """Gates and baselines of one task's rows (`problems`: rows of this task that could not be used,
+    read once `rows` is; `block`: `task_baselines`' block of items).
+
+    `rows` are read once, in order; the MCQ items go to `store` (a list by default; a `Shelf` keeps
+    them on disk, so the task is held one block at a time)."""
     bounds = bounds or Bounds()
-    found = list(problems)
-    items = len(rows) + sum(1 for p in found if p.stage == "audit")
+    mcq = [] if store is None else store
     first: dict[str, str] = {}
+    duplicates: list[Problem] = []
+    options: list[Problem] = []
+    forms: Counter[str] = Counter()
+    count = 0
     for r in rows:
+        count += 1
+        forms[r.form] += 1
         if r.key in first:
-            found.append(
+            duplicates.append(
                 Problem(
                     where=r.where, stage="audit", reason="duplicate_row", detail=f"same as {first[r.key]}"
                 )
             )
         first.setdefault(r.key, r.where)
-    mcq = [r for r in rows if r.form == "mcq" and r.gold_index is not None]
-    for r in mcq:
-        found += check_options(OptionSet(r.where, r.options, r.gold_index, r.context), near_gold)
-    baselines = (
-        task_baselines([Mcq(r.where, r.options, r.gold_index, r.context) for r in mcq], bounds, block=block)
-        if mcq
-        else None
-    )  # type: ignore[misc]
-    forms = dict(Counter(r.form for r in rows))
-    return TaskAudit(task, items, forms, baselines, found)
+        if r.form == "mcq" and r.gold_index is not None:
+            options += check_options(OptionSet(r.where, r.options, r.gold_index, r.context), near_gold)
+            mcq.append(Mcq(r.where, r.options, r.gold_index, r.context))
+    given = list(problems)
+    items = count + sum(1 for p in given if p.stage == "audit")
+    found = [*given, *duplicates, *options]
+    baselines = task_baselines(mcq, bounds, block=block) if mcq else None  # type: ignore[misc]
+    return TaskAudit(task, items, dict(forms), baselines, found)
 
 
 def audit_rows(
@@ -340,16 +348,32 @@ def audit_json(
     }
 
 
+def _usable(rows: Iterable[Mapping[str, Any]], bad: list[Problem]) -> Iterator[AuditRow]:
+    """The candidate rows that parse, in order; the others go to `bad` as they are met."""
+    for r in rows:
+        row = candidate_row(r, str(r.get("item_id", "?")))
+        if isinstance(row, AuditRow):
+            yield row
+        else:
+            bad.append(row)
+
+
 def build_quality(
     rows_by_task: Mapping[str, Iterable[Mapping[str, Any]]], quality: QualityRules
 ) -> QualityReport:
     """The quality section of a build report, from the candidate rows of every task."""
     tasks: dict[str, TaskQuality] = {}
     for task, rows in rows_by_task.items():
-        parsed = [candidate_row(r, str(r.get("item_id", "?"))) for r in rows]
-        good = [r for r in parsed if isinstance(r, AuditRow)]
-        bad = [r for r in parsed if isinstance(r, Problem)]
-        audit = audit_task(task, good, bounds_of(quality, task), problems=bad, block=quality.block_items)
+        bad: list[Problem] = []
+        with Shelf[Mcq]() as shelf:  # the task's items on disk: memory holds one block of them
+            audit = audit_task(
+                task,
+                _usable(rows, bad),
+                bounds_of(quality, task),
+                problems=bad,
+                block=quality.block_items,
+                store=shelf,
+            )
         tasks[task] = task_entry(audit, quality)
     return QualityReport(
         baselines=list(BASELINES),

@@ -36,6 +36,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 from rapidfuzz import fuzz, process
@@ -327,6 +328,12 @@ def deal_blocks(keys: Sequence[str], seed: object, size: int | None, salt: str =
     return [sorted(order[b::n], key=keys.__getitem__) for b in range(n)]
 
 
+@lru_cache(maxsize=64)
+def _blank(n: int) -> tuple[str, ...]:
+    """`n` empty options: an item's shape without its texts (one tuple per option count)."""
+    return ("",) * n
+
+
 def task_baselines(
     items: Sequence[Mcq],
     bounds: Bounds | None = None,
@@ -346,16 +353,18 @@ def task_baselines(
     (`longest`, `central`...), `position` and the accuracies are over the whole task. None: one block.
     """
     bounds = bounds or Bounds()
-    valid = [it for it in items if len(it.options) >= 2 and 0 <= it.gold_index < len(it.options)]
-    parts = deal_blocks([it.where for it in valid], "audit", block)
-    whole = len(valid) == len(items) and len(parts) == 1
-    counted = counted if whole else None
-    features = features if whole else None
-    items = valid
-    n = len(items)
+    # one pass in order over `items` (a list, or a `Shelf` on disk): the per-item rules and what the
+    # task-wide ones need (where, number of options, gold); the items are read again only block by
+    # block for the learned rules, so a shelved task is held one block at a time
+    index: list[int] = []  # of the valid items
+    light: list[Mcq] = []  # per valid item: its `where`, blank options and gold position
+    centralities: list[list[float]] = []
     scores: dict[str, list[float]] = {name: [] for name in BASELINES}
-    centralities = []
-    for it in items:
+    for k, it in enumerate(items):
+        if not (len(it.options) >= 2 and 0 <= it.gold_index < len(it.options)):
+            continue
+        index.append(k)
+        light.append(Mcq(it.where, _blank(len(it.options)), it.gold_index))
         lengths = [float(len(o)) for o in it.options]
         central = centrality(it.options)
         scores["longest"].append(credit(lengths, it.gold_index))
@@ -363,35 +372,41 @@ def task_baselines(
         scores["central"].append(credit([round(c, 9) for c in central], it.gold_index))
         scores["outlier"].append(credit([-round(c, 9) for c in central], it.gold_index))
         centralities.append(central)
-    positions = Counter(it.gold_index for it in items)
-    scores["position"] = position_scores(items, positions)
+    parts = deal_blocks([it.where for it in light], "audit", block)
+    whole = len(light) == len(items) and len(parts) == 1
+    counted = counted if whole else None
+    features = features if whole else None
+    n = len(light)
+    positions = Counter(it.gold_index for it in light)
+    scores["position"] = position_scores(light, positions)
     learned: dict[str, list[float]] = {name: [0.0] * n for name in ("no_context", *SUITE)}
     for part in parts if n else []:
-        sub = [items[i] for i in part]
+        sub = [items[index[i]] for i in part]
         if len(sub) >= 2:
-            feats = [option_features(items[i].options, centralities[i]) for i in part]
+            feats = [option_features(it.options, centralities[i]) for i, it in zip(part, sub, strict=True)]
             for i, value in zip(part, no_context_scores(sub, feats, folds), strict=True):
                 learned["no_context"][i] = value
         views = [
             Item(it.where, it.options, tuple(range(len(it.options))), it.gold_index, it.context) for it in sub
         ]
+        del sub
         for i, per_item in zip(part, suite_scores(views, folds, counted, features), strict=True):
             for name, values in per_item.items():
-                learned[name][i] = credit(values, items[i].gold_index)
+                learned[name][i] = credit(values, light[i].gold_index)
     scores.update(learned)
-    chance = sum(1 / len(it.options) for it in items) / n if n else 0.0
-    variance = sum((1 / len(it.options)) * (1 - 1 / len(it.options)) for it in items)
+    chance = sum(1 / len(it.options) for it in light) / n if n else 0.0
+    variance = sum((1 / len(it.options)) * (1 - 1 / len(it.options)) for it in light)
     accuracy = {name: (sum(s) / n if n else 0.0) for name, s in scores.items()}
     limits = {name: bound_for(name, chance, variance, n, bounds) for name in BASELINES}
     exceeded = [name for name in BASELINES if n and accuracy[name] > limits[name] + 1e-12]
     return TaskBaselines(
         n_items=n,
-        option_counts=dict(Counter(len(it.options) for it in items)),
+        option_counts=dict(Counter(len(it.options) for it in light)),
         chance=chance,
         accuracy=accuracy,
         bounds=limits,
         exceeded=exceeded,
         positions={LETTERS[p]: c for p, c in sorted(positions.items())},
-        position_test=position_test(items),
+        position_test=position_test(light),
         scores=scores,
     )

@@ -22,8 +22,8 @@ T = TypeVar("T")
 class Shelf(Sequence[T], Generic[T]):
     """Values pickled to a temporary file as they are appended; `shelf[i]` reads one back."""
 
-    def __init__(self, folder: str | None = None) -> None:
-        self._file = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 (closed by `close`)
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `close`)
         self._offsets = array("q")
         self._end = 0
 

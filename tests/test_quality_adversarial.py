@@ -448,3 +448,37 @@ def test_a_consuming_filter_gives_the_same_output_and_lets_each_blocks_input_go_
     assert len(alive_at_blocks) == 3
     # outside the block being filtered: the blocks still to come (80 each), nothing of those done
     assert alive_at_blocks == [160, 80, 0]
+
+
+def test_the_closing_measurement_is_the_audit_of_the_shown_options_item_by_item():
+    """`_closing` (the rounds' vectorised rules, refitted with the audit's folds) credits every item
+    under every rule exactly as `task_baselines` does on the shown options with the filter's rows."""
+    from generators.quality import adversarial as af
+    from generators.quality.scorers import suite_features, task_grams
+
+    rng = random.Random("closing")
+    questions = (
+        [_gold_runs_last(rng, k) for k in range(20)]
+        + [_gold_longest(rng, k + 100) for k in range(15)]
+        + [_gold_similar(rng, k + 200) for k in range(15)]
+    )
+    state = af._State(questions, af._InContext())
+    for i, shown in enumerate(state.shown):  # some items show reserve candidates, as after rounds
+        spare = [j for j in range(len(state.texts[i])) if j not in shown]
+        if i % 2 and spare:
+            shown[-1] = spare[i % len(spare)]
+    items = state.items()
+    features = suite_features(items, task_grams(items))
+    per_item, after = af._closing(state, af._NaiveBayes(state), features)
+    audit = task_baselines(
+        [
+            Mcq(q.item_id, tuple(state.texts[i][j] for j in state.shown[i]), 0, state.contexts[i])
+            for i, q in enumerate(state.questions)
+        ],
+        features=features.shown(state.shown),
+        block=None,
+    )
+    for name in af.RULES:
+        assert [p[name] for p in per_item] == pytest.approx(audit.scores[name], abs=1e-12), name
+        assert after[name] == pytest.approx(audit.accuracy[name], abs=1e-12), name
+    assert max(after.values()) > 0.5  # the planted tells are there to be measured

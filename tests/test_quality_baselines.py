@@ -277,3 +277,13 @@ def test_an_audit_shelved_on_disk_equals_the_audit_in_memory_and_holds_one_block
     assert sorted(held) == list(range(90))  # every valid item read back once, by index, not kept
     whole = task_baselines([Mcq(r.where, r.options, r.gold_index, r.context) for r in rows], block=None)
     assert whole.n_items == 90 and whole.scores.keys() == in_memory.baselines.scores.keys()
+
+
+def test_options_equally_central_up_to_float_noise_share_the_centrality_rank_tag():
+    from generators.quality.baselines import option_features
+
+    noisy = 0.1 + 0.2  # 0.30000000000000004: the same mean summed in another order
+    feats = option_features(["alpha", "beta", "gamma"], [0.3, noisy, 0.1])
+    assert "sim:mid" in feats[0] and "sim:mid" in feats[1] and "sim:bottom" in feats[2]
+    feats = option_features(["alpha", "beta", "gamma"], [0.31, noisy, 0.1])
+    assert "sim:top" in feats[0] and "sim:mid" in feats[1]

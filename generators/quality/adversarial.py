@@ -30,10 +30,12 @@ and each text's context cosines, which do not depend on the other options shown)
 linear models on those counts (three folds, every kind's folds fitted side by side; the
 context+option rows begin with the option-only rows, built once, and a fold's training matrix is a
 gather of those rows with their dense part centred in place; the closing measurement is the
-audit's own five folds and models, on the rows the rounds built for the shown texts: no text is
-analysed or featurised again), the naive Bayes is a sparse product, and a round's first swaps
-are scored for all items together (items with as many options stacked, a bounded number of trials
-at a time: every item's options are still as the round found them), later swaps item by item.
+audit's own five folds and models, refitted on the rows the rounds built and credited by the
+rounds' vectorised rules (`_closing`, equal item by item to `task_baselines` of the shown
+options): no text is analysed or featurised again), the naive Bayes is a sparse product, and a
+round's first swaps are scored for all items together (items with as many options stacked, a
+bounded number of trials at a time: every item's options are still as the round found them),
+later swaps item by item.
 Memory is the non-zeros of the counts (never an items x vocabulary dense matrix).
 
 Deterministic: items are visited in an order seeded by `seed`, round and item id; ties between
@@ -53,12 +55,10 @@ from scipy import sparse
 from generators.quality.baselines import (
     RANK_DIMENSIONS,
     Bounds,
-    Mcq,
-    TaskBaselines,
     bound_for,
     deal_blocks,
+    fold_by_content,
     option_tokens,
-    task_baselines,
     text_features,
     token_similarity,
 )
@@ -267,12 +267,22 @@ class _NaiveBayes:
             (np.ones(len(rows)), (rows, cols)), shape=(int(self.offsets[-1]), max(1, len(index)))
         )
 
-    def fit(self, state: _State, seed: object, folds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def fit(
+        self, state: _State, seed: object, folds: int, by_content: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per text, its own features' weight under its item's fold; per item, the rank tags'
-        weights (dimensions x tags); and the items' folds."""
+        weights (dimensions x tags); and the items' folds (drawn from `seed` and the item, or
+        `by_content`: the audit's, `baselines.fold_by_content` of the shown options)."""
         n = len(state.shown)
         k = max(2, min(folds, n))
-        fold = np.array([int(content_id("nb-fold", seed, q.item_id), 16) % k for q in state.questions])
+        fold = np.array(
+            [
+                fold_by_content([texts[j] for j in shown], k)
+                if by_content
+                else int(content_id("nb-fold", seed, q.item_id), 16) % k
+                for q, texts, shown in zip(state.questions, state.texts, state.shown, strict=True)
+            ]
+        )
         gold_rows = self.offsets[:-1]
         dis_rows = np.array(
             [self.offsets[i] + j for i, sh in enumerate(state.shown) for j in sh[1:]], dtype=np.int64
@@ -425,20 +435,35 @@ def _credits(
     return _credit(np.concatenate(parts, axis=2))  # columns in `_ORDER`
 
 
-def _measure(state: _State, bounds: Bounds, features: SuiteFeatures) -> TaskBaselines:
-    """The baselines as the audit measures the items: their shown options only, the audit's folds
-    and models, on the rows the rounds built (every text and context analysed once for the task;
-    the learned rules' vectorisers are those fitted with the reserve, where the audit fits them on
-    the shown options: the validity stage measures the built items anew)."""
-    return task_baselines(
-        [
-            Mcq(q.item_id, tuple(state.texts[i][j] for j in state.shown[i]), 0, state.contexts[i])
-            for i, q in enumerate(state.questions)
-        ],
-        bounds,
-        features=features.shown(state.shown),
-        block=None,  # a filter block is the memory bound already
-    )
+def _scored(
+    state: _State, bayes: _NaiveBayes, features: SuiteFeatures, folds: int, salt: object
+) -> tuple[list[ItemView], list[_Scores], np.ndarray]:
+    """The learned rules refitted on the items' shown options (`folds` drawn from `salt`; salt "":
+    the audit's folds, by the shown options' content) and every text of every item scored by every
+    rule; the views, the scores and the credits of the shown options (a row per item)."""
+    views = item_views(state.items(), folds, salt=salt, features=features)
+    nb = bayes.fit(state, salt, folds, by_content=salt == "")
+    codes: dict[tuple[object, ...], int] = {}
+    scores = [_item_scores(state, i, views[i], codes, nb) for i in range(len(state.shown))]
+    return views, scores, shown_credits(scores, state.shown)
+
+
+#: The audit's folds (`task_baselines`).
+AUDIT_FOLDS = 5
+
+
+def _closing(
+    state: _State, bayes: _NaiveBayes, features: SuiteFeatures
+) -> tuple[list[dict[str, float]], dict[str, float]]:
+    """Each item's credit under every rule, and the rules' accuracies, as the audit measures the
+    shown options: its five folds by content, its models, refitted on the shown options only (the
+    learned rules' vectorisers are those fitted with the reserve, where the audit fits them on
+    the shown options: the validity stage measures the built items anew). On the rows the rounds
+    built and with their vectorised credits: no text is analysed or featurised again."""
+    _, _, credits = _scored(state, bayes, features, AUDIT_FOLDS, "")
+    columns = {name: credits[:, _COLUMN[name]] for name in RULES}
+    per_item = [{name: float(columns[name][i]) for name in RULES} for i in range(len(state.shown))]
+    return per_item, {name: float(values.mean()) for name, values in columns.items()}
 
 
 _LEARNED = np.array([_COLUMN[name] for name in ("option_lr", "context_lr", "structure_lr")])
@@ -671,11 +696,7 @@ def _filter(
     for rnd in range(settings.rounds):
         salt: object = (seed, rnd)
         features = features or suite_features(state.items(), counted)
-        views = item_views(state.items(), settings.folds, salt=salt, features=features)
-        codes: dict[tuple[object, ...], int] = {}
-        nb = bayes.fit(state, salt, settings.folds)
-        scores = [_item_scores(state, i, views[i], codes, nb) for i in range(n)]
-        credits = shown_credits(scores, state.shown) if n else credits
+        views, scores, credits = _scored(state, bayes, features, settings.folds, salt)
         acc = credits.mean(axis=0) if n else np.zeros(len(_ORDER))
         if rnd == 0 and n:  # as the filter scores them (its vectorisers also see the reserve)
             before = {name: float(acc[_COLUMN[name]]) for name in RULES}
@@ -712,9 +733,7 @@ def _filter(
     kept = list(range(n))
     problems: list[Problem] = []
     if n:
-        final = _measure(state, bounds, features or suite_features(state.items(), counted))
-        per_item = [{name: final.scores[name][i] for name in RULES} for i in range(n)]
-        after = {name: final.accuracy[name] for name in RULES}
+        per_item, after = _closing(state, bayes, features or suite_features(state.items(), counted))
         before = before or after
         if settings.drop:
             kept, problems = _drop_solved(

@@ -189,11 +189,14 @@ def option_features(options: Sequence[str], central: Sequence[float]) -> list[fr
     """Option-only features of every option of one item (words, CJK bigrams, shape, length/centrality/line ranks)."""
     lengths = [float(len(o)) for o in options]
     lines = [float(o.count("\n")) for o in options]
+    # to 9 places, as `central` scores them: two options equally central are tied, whatever the
+    # order their similarities were summed in (an unrounded mean tells them apart by 1e-16)
+    sims = [round(c, 9) for c in central]
     feats = []
     for i, opt in enumerate(options):
         f = text_features(opt)
         f.add(f"len:{_rank_tag(lengths, i)}")
-        f.add(f"sim:{_rank_tag(list(central), i)}")
+        f.add(f"sim:{_rank_tag(sims, i)}")
         f.add(f"lines:{_rank_tag(lines, i)}")
         feats.append(frozenset(f))
     return feats

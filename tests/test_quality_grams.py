@@ -185,3 +185,22 @@ def test_documents_counted_together_are_counted_as_each_alone(monkeypatch, unit)
                 assert rows.indices[lo:hi].tolist() == ids.tolist(), (batch, doc[:20])
                 assert rows.data[lo:hi].tolist() == counts.tolist()
     assert grams.counts(unit, []).shape == (0, grams.WIDTH)
+
+
+def test_the_count_cache_is_bounded_in_bytes_keeps_the_most_recent_and_gives_the_same_rows(monkeypatch):
+    """A context's tail holds thousands of grams: the cache is bounded by the bytes it holds (counts
+    and texts), not only by how many texts, and what it gives back is what counting gives."""
+    monkeypatch.setattr(grams, "_CACHED_BYTES", 64 << 10)
+    cache = grams._CHAR_CACHE
+    cache.clear()
+    docs = [f"context {k}: " + " ".join(f"w{k}x{j}" for j in range(300)) for k in range(40)]
+    fresh = grams.char_counts(docs)  # 40 texts of ~3,000 characters: several times the budget
+    kept = list(cache.kept)
+    assert 0 < len(kept) < len(docs)
+    assert kept == docs[-len(kept) :]  # the most recent ones
+    assert cache.bytes == sum(grams._cost(d, v) for d, v in cache.kept.items()) <= 64 << 10
+    again = grams.char_counts(docs)  # some from the cache, the others counted anew
+    assert (again != fresh).nnz == 0 and np.array_equal(again.indptr, fresh.indptr)
+    assert cache.bytes <= 64 << 10
+    cache.clear()
+    assert cache.bytes == 0 and not cache.kept

@@ -44,7 +44,7 @@ from flows.config import BuildConfig
 from flows.filtering import filter_questions
 from flows.finish import Filtered, Final, finish_questions
 from flows.io import write_json
-from flows.memory import release_memory
+from flows.memory import bound_heap, release_memory
 from flows.progress import Progress
 from flows.report_html import attach_report_artifact, write_build_report
 from generators.hygiene.secrets import Redactor
@@ -60,6 +60,7 @@ def build(config: BuildConfig) -> BuildReport:
     timer = Timer()
     scenario = resolve_scenario(config)
     clean_outputs(config)
+    bound_heap()  # large arrays get pages of their own: freed, they go back to the OS
     if config.generator.name != "offline" or config.judge.generator:
         from flows.settings import prewarm_llm
 

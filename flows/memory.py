@@ -8,6 +8,8 @@ collects garbage and asks the allocator to return its free pages (`malloc_trim`,
 other platforms and C libraries it is a garbage collection alone). Arrow's buffers (the Parquet the
 build writes and reads back) come from its own pool, mimalloc or jemalloc, which also keeps freed
 pages: after the write stage of a 2,000-run build about 50 MiB of them; it is asked to return them too.
+A build also fixes glibc's mmap threshold (`bound_heap`), so its large arrays never settle in the
+heap between small live objects, where no trim can return them.
 """
 
 from __future__ import annotations
@@ -15,18 +17,48 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import os
 import sys
 from collections.abc import Callable
 from functools import lru_cache
 
+#: Allocations of at least this many bytes get pages of their own, returned to the OS when freed
+#: (`bound_heap`).
+MMAP_THRESHOLD = 1 << 20
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
 
 @lru_cache(maxsize=1)
-def _malloc_trim() -> Callable[[int], int] | None:
+def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:
+        return None
+
+
+def bound_heap() -> bool:
+    """Fix glibc's mmap threshold at `MMAP_THRESHOLD` for this process; whether it was set.
+
+    glibc maps a large block on its own, but each time one is freed it raises the size from which
+    it does so (up to 32 MiB), so a build's later arrays of 1-32 MiB (gram counts, feature rows,
+    Arrow buffers) come from the heap, where freed blocks stay resident between small live ones:
+    at 5,000 runs the audit peaked 126 MiB and the filter 113 MiB higher than with the threshold
+    fixed at 1 MiB, and the gap grows with the number of blocks. The cost is a fresh mapping (page
+    faults) for every such array: adversarial filtering of the real DR build took about 15% longer.
+    Left alone where `MALLOC_MMAP_THRESHOLD_` is set (the operator's choice) and off glibc."""
+    libc = _libc()
+    mallopt = getattr(libc, "mallopt", None) if libc is not None else None
+    if mallopt is None or "MALLOC_MMAP_THRESHOLD_" in os.environ or _malloc_trim() is None:
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    libc = _libc()
+    if libc is None:
         return None
     trim = getattr(libc, "malloc_trim", None)  # glibc's; musl has none
     if trim is None:
@@ -49,4 +81,4 @@ def release_memory() -> bool:
     return True
 
 
-__all__ = ["release_memory"]
+__all__ = ["MMAP_THRESHOLD", "bound_heap", "release_memory"]

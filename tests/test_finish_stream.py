@@ -267,3 +267,18 @@ def test_gold_steps_go_to_their_tasks_files_in_shard_order_with_their_pools(tmp_
         assert golds.pools[task] == stages.pool_of(mine, scenario.specs[task].other_runs_as_distractors)
     assert list(_batches(iter(golds_in), 5)) == chunks(golds_in, 5)
     assert list(_batches(iter([]), 5)) == []
+
+
+def test_the_write_stage_holds_one_row_group_of_rows_at_a_time(samples_dir, monkeypatch):
+    """Rows go to the Parquet writer in lists of at most `ROW_GROUP` (the stage's working memory is
+    one group's rows and Arrow table), every question once and in order; no question, one empty list."""
+    from flows import build_stages
+
+    qs = sample_questions(samples_dir)
+    assert len(qs) > 5
+    monkeypatch.setattr(build_stages, "ROW_GROUP", 4)
+    batches = list(build_stages._row_batches(iter(qs), build_stages.ROW_GROUP))
+    assert [len(b) for b in batches] == [4] * (len(qs) // 4) + ([len(qs) % 4] if len(qs) % 4 else [])
+    assert [r["item_id"] for b in batches for r in b] == [q.item_id for q in qs]
+    assert list(build_stages._row_batches(iter([]))) == [[]]
+    assert build_stages.ROW_GROUP <= 2048  # 8,192 rows of 6 KB items held ~120 MiB of Arrow buffers

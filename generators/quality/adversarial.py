@@ -53,6 +53,7 @@ import numpy as np
 from scipy import sparse
 
 from generators.quality.baselines import (
+    FOLDS,
     RANK_DIMENSIONS,
     Bounds,
     bound_for,
@@ -267,18 +268,16 @@ class _NaiveBayes:
             (np.ones(len(rows)), (rows, cols)), shape=(int(self.offsets[-1]), max(1, len(index)))
         )
 
-    def fit(
-        self, state: _State, seed: object, folds: int, by_content: bool = False
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def fit(self, state: _State, seed: object, folds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per text, its own features' weight under its item's fold; per item, the rank tags'
-        weights (dimensions x tags); and the items' folds (drawn from `seed` and the item, or
-        `by_content`: the audit's, `baselines.fold_by_content` of the shown options)."""
+        weights (dimensions x tags); and the items' folds (drawn from `seed` and the item; seed "":
+        the audit's, `baselines.fold_by_content` of the shown options, as `scorers.fold_of`)."""
         n = len(state.shown)
         k = max(2, min(folds, n))
         fold = np.array(
             [
                 fold_by_content([texts[j] for j in shown], k)
-                if by_content
+                if seed == ""
                 else int(content_id("nb-fold", seed, q.item_id), 16) % k
                 for q, texts, shown in zip(state.questions, state.texts, state.shown, strict=True)
             ]
@@ -442,14 +441,10 @@ def _scored(
     the audit's folds, by the shown options' content) and every text of every item scored by every
     rule; the views, the scores and the credits of the shown options (a row per item)."""
     views = item_views(state.items(), folds, salt=salt, features=features)
-    nb = bayes.fit(state, salt, folds, by_content=salt == "")
+    nb = bayes.fit(state, salt, folds)
     codes: dict[tuple[object, ...], int] = {}
     scores = [_item_scores(state, i, views[i], codes, nb) for i in range(len(state.shown))]
     return views, scores, shown_credits(scores, state.shown)
-
-
-#: The audit's folds (`task_baselines`).
-AUDIT_FOLDS = 5
 
 
 def _closing(
@@ -460,7 +455,7 @@ def _closing(
     learned rules' vectorisers are those fitted with the reserve, where the audit fits them on
     the shown options: the validity stage measures the built items anew). On the rows the rounds
     built and with their vectorised credits: no text is analysed or featurised again."""
-    _, _, credits = _scored(state, bayes, features, AUDIT_FOLDS, "")
+    _, _, credits = _scored(state, bayes, features, FOLDS, "")
     columns = {name: credits[:, _COLUMN[name]] for name in RULES}
     per_item = [{name: float(columns[name][i]) for name in RULES} for i in range(len(state.shown))]
     return per_item, {name: float(values.mean()) for name, values in columns.items()}

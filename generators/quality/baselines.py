@@ -242,8 +242,12 @@ def no_context_weights(
     return [weight_of(f) for f in range(folds)]
 
 
+#: Cross-validation folds of the audit's learned rules (`no_context`, and the suite's via `task_baselines`).
+FOLDS = 5
+
+
 def no_context_scores(
-    items: Sequence[Mcq], feats: Sequence[list[frozenset[str]]], folds: int = 5
+    items: Sequence[Mcq], feats: Sequence[list[frozenset[str]]], folds: int = FOLDS
 ) -> list[float]:
     """Cross-validated option-only naive Bayes: per-item credit of its pick."""
     k = max(2, min(folds, len(items)))
@@ -340,7 +344,7 @@ def _blank(n: int) -> tuple[str, ...]:
 def task_baselines(
     items: Sequence[Mcq],
     bounds: Bounds | None = None,
-    folds: int = 5,
+    folds: int = FOLDS,
     counted: TaskGrams | None = None,
     features: SuiteFeatures | None = None,
     block: int | None = BLOCK,

@@ -80,6 +80,36 @@ def test_context_cosines_equal_scikit_learns_tfidf_with_the_contexts_idf(unit, r
         assert expected.max() > 0.1  # the contexts share words with the texts: not a test of zeros
 
 
+@pytest.mark.parametrize("dense", [False, True], ids=["sorted ids", "WIDTH table"])
+def test_contexts_weighed_a_few_at_a_time_give_the_whole_tasks_cosines_bit_for_bit(monkeypatch, dense):
+    """`context_cosine` weighs and pairs `_CONTEXT_ROWS` contexts at a time (its memory is a few
+    contexts' counts, not the task's): the cosines and context weights are those of one pass, bit
+    for bit, whether the texts' owners are in order or not."""
+    items = _items() * 3
+    texts = grams.char_counts([t for it in items for t in it.texts])
+    contexts = grams.char_counts([it.context for it in items])
+    monkeypatch.setattr(grams, "_DENSE_FROM", 0 if dense else 1 << 40)
+    for owner in (
+        np.repeat(np.arange(len(items)), [len(it.texts) for it in items]),
+        np.random.default_rng(5).integers(0, len(items), texts.shape[0]),
+    ):
+        monkeypatch.setattr(grams, "_CONTEXT_ROWS", 1 << 30)
+        whole = grams.context_cosine(texts, contexts, owner)
+        monkeypatch.setattr(grams, "_CONTEXT_ROWS", 2)
+        parts = grams.context_cosine(texts, contexts, owner)
+        for a, b in zip(whole, parts, strict=True):
+            assert a.tobytes() == b.tobytes()
+        assert (whole[0] > 0.1).any() and (whole[1] == 0).any()  # shared grams and missing ones
+
+
+def test_the_idf_table_is_the_smoothed_idf_of_every_column():
+    contexts = grams.word_counts(["a b a c", "a b", "d e", ""])
+    table = grams._idf_table(contexts)
+    df = np.bincount(contexts.indices, minlength=grams.WIDTH)
+    np.testing.assert_array_equal(table, np.log(5 / (1 + df)) + 1.0)
+    assert table.dtype == np.float64 and len(table) == grams.WIDTH
+
+
 def test_the_counts_of_shown_texts_are_those_of_a_recount():
     items = _items()
     counted = task_grams(items)

@@ -527,18 +527,38 @@ def _document_frequency(block: sparse.csr_matrix, ids: np.ndarray) -> np.ndarray
     return np.where(cols[at] == ids, df[at], 0)
 
 
-def _context_idf(contexts: sparse.csr_matrix, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The contexts' smoothed idf of each of `ids` and of each stored count of `contexts`."""
+#: `_idf_table` fills its table this many columns at a time (its temporaries stay small).
+_TABLE_STEP = 1 << 16
+
+
+def _idf_table(contexts: sparse.csr_matrix) -> np.ndarray:
+    """The contexts' smoothed idf of every column, in one `WIDTH`-long table: the document
+    frequencies are counted into it, then turned into idf in place, a slice at a time."""
     n = contexts.shape[0]
-    if contexts.nnz <= _DENSE_FROM:
-        return tuple(
-            np.log((1 + n) / (1 + _document_frequency(contexts, x))) + 1.0 for x in (ids, contexts.indices)
-        )
     df = np.bincount(contexts.indices, minlength=WIDTH)
-    cols = np.flatnonzero(df)
-    table = np.full(WIDTH, np.log((1 + n) / 1) + 1.0)
-    table[cols] = np.log((1 + n) / (1 + df[cols])) + 1.0  # the log of each distinct gram, once
-    return table[ids], table[contexts.indices]
+    table = df.view(np.float64)  # the same 8 bytes per column: each slice is read, then overwritten
+    unseen = np.log((1 + n) / 1) + 1.0
+    for lo in range(0, WIDTH, _TABLE_STEP):
+        part = df[lo : lo + _TABLE_STEP]
+        seen = part > 0
+        value = np.log((1 + n) / (1 + part[seen])) + 1.0  # the log of each distinct gram, once
+        out = table[lo : lo + _TABLE_STEP]
+        out[:] = unseen
+        out[seen] = value
+    return table
+
+
+def _context_idf(contexts: sparse.csr_matrix) -> Callable[[np.ndarray], np.ndarray]:
+    """The contexts' smoothed idf (ln((1 + n) / (1 + df)) + 1 over the n contexts) of given gram ids."""
+    n = contexts.shape[0]
+    if contexts.nnz > _DENSE_FROM:
+        return _idf_table(contexts).__getitem__
+    return lambda ids: np.log((1 + n) / (1 + _document_frequency(contexts, ids))) + 1.0
+
+
+#: `context_cosine` weighs and pairs this many contexts at a time (its temporaries are a few of
+#: their stored counts long, not the whole task's).
+_CONTEXT_ROWS = 64
 
 
 def context_cosine(
@@ -556,12 +576,13 @@ def context_cosine(
     context and its item's task only, never on which other options are shown, and is computed once
     per task, with no context row repeated per text. `distinct` and `inverse`: `texts` is
     `distinct[inverse]` (a candidate offered to many items), so a text's own weights and norm are
-    found once per distinct text; only the pairing with the context is per row."""
-    n = contexts.shape[0]
+    found once per distinct text; only the pairing with the context is per row. Where `owner` does
+    not decrease (texts stacked item by item), the contexts are weighed and paired
+    `_CONTEXT_ROWS` at a time."""
+    owner = np.asarray(owner, dtype=np.int64)
+    idf = _context_idf(contexts)
     own = distinct if distinct is not None and inverse is not None else texts
-    idf_t, idf_c = _context_idf(contexts, own.indices)
-    vt = (1.0 + np.log(own.data)) * idf_t
-    vc = (1.0 + np.log(contexts.data)) * idf_c
+    vt = (1.0 + np.log(own.data)) * idf(own.indices)
     own_rows = np.repeat(np.arange(own.shape[0]), np.diff(own.indptr))
     norm_t = np.sqrt(np.bincount(own_rows, weights=vt * vt, minlength=own.shape[0]))
     if own is not texts:
@@ -571,13 +592,41 @@ def context_cosine(
         # each row's stored counts are its distinct row's, in the same order
         entry = np.repeat(own.indptr[:-1][inverse] - texts.indptr[:-1], lengths) + np.arange(texts.nnz)
         vt = vt[entry]
-    weighted = sparse.csr_matrix((vc, contexts.indices, contexts.indptr), shape=contexts.shape)
-    at_ctx = owner_lookup(texts, weighted, owner)
-    rows = np.repeat(np.arange(texts.shape[0]), np.diff(texts.indptr))
-    ctx_rows = np.repeat(np.arange(n), np.diff(contexts.indptr))
-    norm_c = np.sqrt(np.bincount(ctx_rows, weights=vc * vc, minlength=n))[owner]
-    dot = np.bincount(rows, weights=vt * at_ctx, minlength=texts.shape[0])
-    scale = norm_t * norm_c
+    n = contexts.shape[0]
+    ordered = not len(owner) or not (np.diff(owner) < 0).any()
+    step = _CONTEXT_ROWS if ordered else max(n, 1)
+    first = np.searchsorted(owner, np.arange(0, n + step, step).clip(max=n)) if ordered else None
+    at_ctx = np.zeros(texts.nnz)
+    dot = np.zeros(texts.shape[0])
+    norm_c = np.zeros(n)
+    for k, lo in enumerate(range(0, n, step)):
+        hi = min(lo + step, n)
+        c0, c1 = int(contexts.indptr[lo]), int(contexts.indptr[hi])
+        cols = contexts.indices[c0:c1]
+        tf = contexts.data[c0:c1]
+        vc = (1.0 + np.log(tf)) * idf(cols)
+        ctx_rows = np.repeat(np.arange(hi - lo), np.diff(contexts.indptr[lo : hi + 1]))
+        norm_c[lo:hi] = np.sqrt(np.bincount(ctx_rows, weights=vc * vc, minlength=hi - lo))
+        del vc, ctx_rows
+        # the context's raw counts at the texts' grams (a table of the counts' own 4 bytes per
+        # column), weighed only where found: the same weights as `vc` there
+        counted = sparse.csr_matrix((tf, cols, contexts.indptr[lo : hi + 1] - c0), shape=(hi - lo, WIDTH))
+        if first is None:  # owners in any order: every text at once
+            r0, r1 = 0, texts.shape[0]
+        else:
+            r0, r1 = int(first[k]), int(first[k + 1])
+        t0, t1 = int(texts.indptr[r0]), int(texts.indptr[r1])
+        part = sparse.csr_matrix(
+            (texts.data[t0:t1], texts.indices[t0:t1], texts.indptr[r0 : r1 + 1] - t0), shape=(r1 - r0, WIDTH)
+        )
+        tf_at = owner_lookup(part, counted, owner[r0:r1] - lo)
+        hit = np.flatnonzero(tf_at)
+        found = np.zeros(t1 - t0)
+        found[hit] = (1.0 + np.log(tf_at[hit])) * idf(part.indices[hit])
+        at_ctx[t0:t1] = found
+        rows = np.repeat(np.arange(r1 - r0), np.diff(texts.indptr[r0 : r1 + 1]))
+        dot[r0:r1] = np.bincount(rows, weights=vt[t0:t1] * found, minlength=r1 - r0)
+    scale = norm_t * norm_c[owner]
     return np.where(scale > 0, dot / np.where(scale > 0, scale, 1.0), 0.0), at_ctx
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -106,13 +106,21 @@ def make_report(
     runs: RunCounts,
     dropped: Mapping[str, int],
     questions_by_task: Mapping[str, int],
-    problems: Sequence[Problem],
+    problems: Iterable[Problem],
     timer: Timer,
     sections: Sections,
     build_key: str,
 ) -> BuildReport:
-    """The report of one build."""
-    by_reason = Counter(f"{p.stage}.{p.reason}" for p in problems)
+    """The report of one build (`problems` is read once: a `ProblemLog` rebuilds them as it is read)."""
+    by_reason: Counter[str] = Counter()
+    skipped = quarantined = 0
+    quarantined_files: set[str] = set()
+    for p in problems:
+        by_reason[f"{p.stage}.{p.reason}"] += 1
+        skipped += p.stage == "read" and p.reason in SKIPPED_REASONS
+        quarantined += p.severity == "error"
+        if p.stage == "read":
+            quarantined_files.add(p.where.split(":")[0])
     review = sections.review
     return BuildReport(
         scenario=config.scenario,
@@ -123,13 +131,13 @@ def make_report(
         output_dir=str(config.output_dir()),
         counts=Counts(
             input_files=len(files),
-            skipped_entries=sum(1 for p in problems if p.stage == "read" and p.reason in SKIPPED_REASONS),
+            skipped_entries=skipped,
             trajectories_read=runs.read,
             kept=runs.kept,
             dropped=sum(dropped.values()),
             gold_steps=runs.gold_steps,
             questions=sum(questions_by_task.values()),
-            quarantined=sum(1 for p in problems if p.severity == "error"),
+            quarantined=quarantined,
             needs_judge=runs.needs_judge,
         ),
         labels=dict(runs.labels),
@@ -138,7 +146,7 @@ def make_report(
         dropped_by_reason=dict(sorted(dropped.items())),
         questions_by_task=dict(questions_by_task),
         problems_by_reason=dict(sorted(by_reason.items())),
-        quarantined_files=sorted({p.where.split(":")[0] for p in problems if p.stage == "read"}),
+        quarantined_files=sorted(quarantined_files),
         timings_s=dict(timer.seconds),
         judge=sections.judge,
         llm=sections.llm,

@@ -27,6 +27,7 @@ from flows.build_report import Timer
 from flows.config import BuildConfig, PrivacyConfig, TaskConfig
 from flows.finish import Final
 from flows.io import clean_stale_temps, write_jsonl, write_parquet_batches
+from flows.problem_log import ProblemLog
 from flows.progress import Progress
 from flows.review import enqueue_and_summarise
 from generators.base import DistractorGenerator, PoolEntry
@@ -265,7 +266,7 @@ class Read(NamedTuple):
     redacted: Counter[str]
     """Secrets redacted from the runs, by kind."""
     runs_redacted: int
-    problems: list[Problem]
+    problems: ProblemLog
 
 
 class Kept(NamedTuple):
@@ -328,7 +329,7 @@ class Posed(NamedTuple):
     met, and what the generator spent."""
 
     questions: list[Spilled]
-    problems: list[Problem]
+    problems: ProblemLog
     usage: LLMUsage | None
 
 
@@ -385,7 +386,7 @@ class Written(NamedTuple):
     (redacted) Problems, the redaction rows."""
 
     rows: CandidateRows
-    problems: list[Problem]
+    problems: ProblemLog
     redactions: list[dict[str, Any]]
 
 
@@ -427,7 +428,10 @@ def read_inputs(config: BuildConfig, inputs: Inputs, timer: Timer) -> Read:
         scrubbed: list[ScrubbedRead] = _gather(futures, "read", progress_mod.current())
         verdicts = load_reports(config.report_entries())
     results = [r.read for r in scrubbed]
-    problems: list[Problem] = inputs.skipped + [p for r in results for p in r.problems] + verdicts.problems
+    problems = ProblemLog(inputs.skipped)
+    for r in results:
+        problems += r.problems
+    problems += verdicts.problems
     return Read(
         [t for r in results for t in r.trajectories],
         results,
@@ -471,7 +475,7 @@ def keep_runs(config: BuildConfig, scenario: Scenario, read: Read, timer: Timer)
 
 def extract_golds(
     config: BuildConfig, scenario: Scenario, kept: stages.KeepResult, timer: Timer
-) -> tuple[Golds, list[Problem]]:
+) -> tuple[Golds, ProblemLog]:
     """Extract the gold steps of every task, shard by shard, after the scenario observed every labelled run.
 
     Takes the runs over: `kept.kept` and `kept.labelled` are emptied once sharded, so each shard's runs
@@ -502,7 +506,7 @@ def extract_golds(
             )
             del shard
         golds = Golds.start(config, scenario)
-        problems: list[Problem] = []
+        problems = ProblemLog()  # each shard's as one byte string: its objects go with the shard
         progress, total = progress_mod.current(), len(futures)
         futures.reverse()
         try:
@@ -529,7 +533,7 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: Golds, ti
     paths and the pools, not the steps. The steps' files go with the stage.
     """
     spilled: list[Spilled] = []
-    problems: list[Problem] = []
+    problems = ProblemLog()  # each shard's as one byte string: its objects go with the shard
     area = work.spill_area()
     with timer.stage("generate"):
         # One generator per build: LLM shards share its client pool, limiter, cache and ledger. Dask
@@ -595,11 +599,20 @@ def _row_batches(questions: Iterable[Question], size: int = ROW_GROUP) -> Iterat
         yield rows
 
 
+def _redacted(problems: ProblemLog, redactor: Redactor) -> ProblemLog:
+    """`redact_problems` of every Problem, learnt all together and redacted a batch at a time."""
+    redactor.learn(text for p in problems for text in (p.where, p.detail))
+    out = ProblemLog()
+    for batch in problems.batches():
+        out += redact_problems(batch, redactor)
+    return out
+
+
 def write_outputs(
     config: BuildConfig,
     scenario: Scenario,
     final: Final,
-    problems: list[Problem],
+    problems: Iterable[Problem],
     redactor: Redactor,
     timer: Timer,
 ) -> Written:
@@ -613,7 +626,7 @@ def write_outputs(
                 (rows_table(config.scenario, name, rows) for rows in _row_batches(final.questions.of(name))),
             )
         final.questions.counts = counts
-        problems = redact_problems(problems, redactor)  # reader errors may quote raw input
+        problems = _redacted(ProblemLog(problems), redactor)  # reader errors may quote raw input
         write_jsonl(out / "quarantine.jsonl", (p.model_dump() for p in problems))
         shown = hygiene.redaction_rows(final.questions)
         write_jsonl(out / "redactions.jsonl", shown)

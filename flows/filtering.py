@@ -22,9 +22,10 @@ from flows import stages, work
 from flows.build_report import Timer
 from flows.config import BuildConfig
 from flows.finish import Filtered
+from flows.problem_log import ProblemLog
 from generators.quality.adversarial import filter_task, merge_stats
 from generators.quality.baselines import deal_blocks
-from schemas import Problem, Question
+from schemas import Question
 from schemas.validity import AdversarialTask
 
 
@@ -43,7 +44,7 @@ def filter_questions(config: BuildConfig, posed: list[Any], timer: Timer) -> Fil
     area = work.spill_area()
     files = {s.task: work.spill_path(config.out_dir, area, f"filtered-{s.task}") for s in posed}
     counts: dict[str, int] = {}
-    dropped: list[Problem] = []
+    dropped = ProblemLog()
     tasks: dict[str, AdversarialTask] = {}
     with timer.stage("adversarial"):
         try:
@@ -65,7 +66,7 @@ def filter_questions(config: BuildConfig, posed: list[Any], timer: Timer) -> Fil
 
 def _filter_task(
     config: BuildConfig, refs: list[str], area: str, target: Path
-) -> tuple[int, list[Problem], dict[str, AdversarialTask]]:
+) -> tuple[int, ProblemLog, dict[str, AdversarialTask]]:
     """One task's spilled shards filtered into `target`; its count of questions, drops and stats."""
     af = config.adversarial
     ids: list[str] = []
@@ -87,13 +88,13 @@ def _filter_task(
                         target, q if af.enabled or not q.reserve else q.model_copy(update={"reserve": ()})
                     )
                     count += 1
-            return count, [], {task: AdversarialTask(items=len(ids))} if ids else {}
+            return count, ProblemLog(), {task: AdversarialTask(items=len(ids))} if ids else {}
         kept = {
             i: work.spill_path(config.out_dir, area, f"af-{target.name}-shard-{i:06d}")
             for i in range(len(refs))
         }
         blocks = _deal(config, area, target.name, refs, ids, kept)
-        problems: list[Problem] = []
+        problems = ProblemLog()  # each block's as one byte string
         parts = []
         settings = stages.adversarial_settings(config)
         bounds = stages.adversarial_bounds(config, task)

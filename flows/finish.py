@@ -24,6 +24,7 @@ from typing import NamedTuple
 from flows import hygiene, work
 from flows.build_report import Timer
 from flows.config import BuildConfig
+from flows.problem_log import ProblemLog
 from generators.hygiene.dedup import ItemDedup, TaskDedup
 from generators.hygiene.scrub import QuestionScrub, question_texts, redact_question
 from generators.hygiene.secrets import Redactor
@@ -48,7 +49,7 @@ class Filtered(NamedTuple):
     area: str
     files: dict[str, Path]
     counts: dict[str, int]
-    problems: list[Problem]
+    problems: ProblemLog
     tasks: dict[str, AdversarialTask]
 
 

@@ -25,6 +25,7 @@ from flows.finish import Filtered
 from flows.problem_log import ProblemLog
 from generators.quality.adversarial import filter_task, merge_stats
 from generators.quality.baselines import deal_blocks
+from generators.quality.scorers import forget_texts
 from schemas import Question
 from schemas.validity import AdversarialTask
 
@@ -108,6 +109,7 @@ def _filter_task(
             block.sort(key=lambda q: q.item_id)
             passed, found, st = filter_task(block, config.seed, settings, bounds)
             del block
+            forget_texts()  # the next block shows other texts
             for q in passed:
                 shard, pos = where[q.item_id]
                 out.add(kept[shard], (pos, q))

@@ -69,8 +69,30 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return trim
 
 
+#: The caches of per-text results a build's stages fill (`functools` caches, bounded in entries,
+#: not bytes): at scale each fills up with the texts of shards and blocks long gone and their results
+#: (65,536 option texts and a tuple of floats each), made among those shards' objects. Emptied
+#: between stages (`release_memory`); the scorers' between blocks too (`scorers.forget_texts`).
+TEXT_CACHES = (
+    ("extractors.shell.commands", "_words"),
+    ("generators.offline", "_norm"),
+    ("generators.quality.scorers", "step_kinds"),
+    ("generators.quality.scorers", "shape_features"),
+)
+
+
+def forget_texts() -> None:
+    """Empty every cache of `TEXT_CACHES` whose module is loaded (nothing is imported for it)."""
+    for module, name in TEXT_CACHES:
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            getattr(loaded, name).cache_clear()
+
+
 def release_memory() -> bool:
-    """Collect garbage and return the allocator's free pages to the OS; whether the allocator could."""
+    """Empty the per-text caches, collect garbage and return the allocator's free pages to the OS;
+    whether the allocator could."""
+    forget_texts()
     gc.collect()
     arrow = sys.modules.get("pyarrow")  # only if the build has used Arrow (importing it costs memory)
     if arrow is not None:
@@ -82,4 +104,4 @@ def release_memory() -> bool:
     return True
 
 
-__all__ = ["MMAP_THRESHOLD", "bound_heap", "release_memory"]
+__all__ = ["MMAP_THRESHOLD", "TEXT_CACHES", "bound_heap", "forget_texts", "release_memory"]

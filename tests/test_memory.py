@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flows.memory import release_memory
+from flows.memory import TEXT_CACHES, release_memory
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's")
@@ -99,3 +102,49 @@ def test_a_bounded_heap_maps_large_blocks_on_their_own_after_a_larger_one_was_fr
         cwd=Path(__file__).resolve().parents[1],
     ).stdout.split()
     assert out == ["0", "0"]
+
+
+def _caches_of(packages: tuple[str, ...]) -> dict[tuple[str, str], functools._lru_cache_wrapper]:
+    found = {}
+    for package in packages:
+        for info in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+            module = importlib.import_module(info.name)
+            for name, value in vars(module).items():
+                if isinstance(value, functools._lru_cache_wrapper):
+                    found[(info.name, name)] = value
+    return found
+
+
+def test_every_large_cache_of_texts_is_emptied_between_stages_and_the_scorers_between_blocks():
+    """A cache bounded in entries fills up at scale with the texts of shards and blocks gone (65,536
+    option texts and their features after a 20,000-run build): each one of a thousand entries or
+    more (or unbounded) is in `TEXT_CACHES`, and `release_memory` empties it."""
+    caches = _caches_of(("extractors", "generators", "flows", "schemas"))
+    # keyed by one character, by nothing, by an eval prompt template: never by a build's texts
+    others = {
+        ("generators.quality.grams", "_is_word_char"),
+        ("flows.eval_prompts", "_rouge"),
+        ("flows.eval_prompts", "_template"),
+    }
+    large = {key for key, cache in caches.items() if (cache.cache_parameters()["maxsize"] or 1 << 30) >= 1024}
+    assert others <= large
+    large -= others
+    assert large == set(TEXT_CACHES)
+    from extractors.shell import commands
+    from generators import offline
+    from generators.quality import scorers
+
+    def fill() -> None:
+        commands.words("git clone https://x/y && cd y")
+        offline._norm("Run the tests, then commit.")
+        scorers.shape_features("1. clone the repo\n2. run pytest")
+        scorers.step_kinds("1. clone the repo\n2. run pytest")
+
+    fill()
+    assert all(caches[key].cache_info().currsize > 0 for key in TEXT_CACHES)
+    release_memory()
+    assert all(caches[key].cache_info().currsize == 0 for key in TEXT_CACHES)
+    fill()
+    scorers.forget_texts()  # between blocks: the scorers' own
+    assert scorers.shape_features.cache_info().currsize == scorers.step_kinds.cache_info().currsize == 0
+    assert commands._words.cache_info().currsize > 0

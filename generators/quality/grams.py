@@ -85,7 +85,7 @@ def _gram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 #: Documents are analysed together, about this many characters at a time: one vectorised pass per
 #: batch instead of a few dozen numpy calls per document (most options are a few hundred characters).
-_BATCH_CHARS = 1 << 20
+_BATCH_CHARS = 1 << 18
 #: Options (short texts) are analysed by the filter and again by the audit of the kept options:
 #: the counts of the most recent ones are cached (8 bytes a gram), at most `_CACHED_TEXTS` texts
 #: and `_CACHED_BYTES` bytes (counts and texts) per unit. Bytes, not only texts: a context's tail

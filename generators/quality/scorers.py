@@ -35,6 +35,7 @@ any subset of them without recomputing features. Rules, grouped as in issue 22:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -177,6 +178,7 @@ def picked_rows(offsets: np.ndarray, picks: Sequence[Sequence[int]]) -> tuple[np
 
 
 _SHARED = {("word", "full"), ("char", "tail")}
+_PAIRS = tuple((unit, part) for unit in LEXICAL_UNITS for part in CONTEXT_PARTS)
 
 
 def task_grams(items: Sequence[Item]) -> TaskGrams:
@@ -189,16 +191,22 @@ def task_grams(items: Sequence[Item]) -> TaskGrams:
     inverse = np.array([ids.setdefault(t, len(ids)) for t in texts], dtype=np.int64)
     distinct = {u: grams.counts(u, list(ids)) for u in LEXICAL_UNITS}
     counted = {u: m[inverse] for u, m in distinct.items()}
-    pairs = [(unit, part) for unit in LEXICAL_UNITS for part in CONTEXT_PARTS]
+    # the two character views one after the other (each holds its contexts' counts and a
+    # `grams.WIDTH`-long idf table), each beside the word views on the other thread
+    order = [("char", "full"), ("word", "tail"), ("word", "full"), ("char", "tail")]
+    one_char_view = threading.Lock()
 
     def score(pair: tuple[str, str]) -> tuple[np.ndarray, np.ndarray | None]:
         unit, part = pair
-        contexts = grams.counts(unit, [context_part(it.context, part) for it in items])
-        cos, present = grams.context_cosine(counted[unit], contexts, owner, distinct[unit], inverse)
+        with one_char_view if unit == "char" else contextlib.nullcontext():
+            contexts = grams.counts(unit, [context_part(it.context, part) for it in items])
+            cos, present = grams.context_cosine(counted[unit], contexts, owner, distinct[unit], inverse)
+            del contexts
         return cos.round(9), (present > 0 if pair in _SHARED else None)
 
+    done = dict(zip(order, _map(score, order), strict=True))
     cosines, inside = {}, {}
-    for (unit, part), (cos, present) in zip(pairs, _map(score, pairs), strict=True):
+    for (unit, part), (cos, present) in ((pair, done[pair]) for pair in _PAIRS):
         cosines[f"{unit}_{part}"] = cos
         if present is not None:
             inside[(unit, part)] = present
@@ -283,6 +291,13 @@ def step_kinds(text: str) -> tuple[str, ...]:
     """The kind of every step of a step-list option (empty when it is none), cached: the features,
     the signature and every scoring of a task (filtering's rounds, then the audit) ask again."""
     return tuple(step_kind(s) for s in plan_steps(text))
+
+
+def forget_texts() -> None:
+    """Empty the per-text caches (`step_kinds`, `shape_features`): a block's scoring fills them with
+    its own texts, which the next block does not show (call between blocks)."""
+    step_kinds.cache_clear()
+    shape_features.cache_clear()
 
 
 def structure_features(text: str) -> dict[str, float]:

@@ -81,7 +81,7 @@ TEXT_CACHES = (
 )
 
 
-def forget_texts() -> None:
+def empty_text_caches() -> None:
     """Empty every cache of `TEXT_CACHES` whose module is loaded (nothing is imported for it)."""
     for module, name in TEXT_CACHES:
         loaded = sys.modules.get(module)
@@ -92,7 +92,7 @@ def forget_texts() -> None:
 def release_memory() -> bool:
     """Empty the per-text caches, collect garbage and return the allocator's free pages to the OS;
     whether the allocator could."""
-    forget_texts()
+    empty_text_caches()
     gc.collect()
     arrow = sys.modules.get("pyarrow")  # only if the build has used Arrow (importing it costs memory)
     if arrow is not None:
@@ -104,4 +104,4 @@ def release_memory() -> bool:
     return True
 
 
-__all__ = ["MMAP_THRESHOLD", "TEXT_CACHES", "bound_heap", "forget_texts", "release_memory"]
+__all__ = ["MMAP_THRESHOLD", "TEXT_CACHES", "bound_heap", "empty_text_caches", "release_memory"]

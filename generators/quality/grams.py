@@ -516,17 +516,6 @@ def _lookup(
     return np.where(key_b[at] == key_a, b_data[at], 0.0)
 
 
-def _document_frequency(block: sparse.csr_matrix, ids: np.ndarray) -> np.ndarray:
-    """In how many rows of `block` each of `ids` occurs."""
-    if block.nnz > _DENSE_FROM:
-        return np.bincount(block.indices, minlength=WIDTH)[ids]
-    cols, df = np.unique(block.indices, return_counts=True)
-    if not len(cols):
-        return np.zeros(len(ids), dtype=np.int64)
-    at = np.minimum(np.searchsorted(cols, ids), len(cols) - 1)
-    return np.where(cols[at] == ids, df[at], 0)
-
-
 #: `_idf_table` fills its table this many columns at a time (its temporaries stay small).
 _TABLE_STEP = 1 << 16
 
@@ -549,11 +538,20 @@ def _idf_table(contexts: sparse.csr_matrix) -> np.ndarray:
 
 
 def _context_idf(contexts: sparse.csr_matrix) -> Callable[[np.ndarray], np.ndarray]:
-    """The contexts' smoothed idf (ln((1 + n) / (1 + df)) + 1 over the n contexts) of given gram ids."""
+    """The contexts' smoothed idf (ln((1 + n) / (1 + df)) + 1 over the n contexts) of given gram
+    ids; the document frequencies are counted once, however many times it is asked."""
     n = contexts.shape[0]
     if contexts.nnz > _DENSE_FROM:
         return _idf_table(contexts).__getitem__
-    return lambda ids: np.log((1 + n) / (1 + _document_frequency(contexts, ids))) + 1.0
+    cols, df = np.unique(contexts.indices, return_counts=True)
+
+    def idf(ids: np.ndarray) -> np.ndarray:
+        if not len(cols):
+            return np.log((1 + n) / (1 + np.zeros(len(ids), dtype=np.int64))) + 1.0
+        at = np.minimum(np.searchsorted(cols, ids), len(cols) - 1)
+        return np.log((1 + n) / (1 + np.where(cols[at] == ids, df[at], 0))) + 1.0
+
+    return idf
 
 
 #: `context_cosine` weighs and pairs this many contexts at a time (its temporaries are a few of

@@ -6,7 +6,8 @@ by content and component versions. The flow in `flows/build.py` only calls these
 
 from __future__ import annotations
 
-from collections import Counter
+import sys
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, overload
@@ -226,6 +227,17 @@ def _inputs(config: BuildConfig) -> tuple[list[tuple[str, str | None, str]], lis
             found.setdefault(str(file), (src.reader, src.path))
     report_files = {str(f) for f in find_inputs(config.report_paths())}
     return [(f, r, root) for f, (r, root) in sorted(found.items()) if f not in report_files], skipped
+
+
+def _in_flight(config: BuildConfig) -> int:
+    """How many shards a stage keeps submitted and not yet gathered.
+
+    On threads, twice the pool: every worker busy and its next shard queued, while the flow gathers
+    in shard order. With every shard submitted at once, the workers ran ahead of the flow (which
+    writes each result to disk) and finished shards' gold steps and questions piled up in memory:
+    how many depended on the machine's load. On Dask, every shard (its cluster may have any number
+    of workers)."""
+    return 2 * config.limits.max_workers if config.limits.task_runner == "threads" else sys.maxsize
 
 
 def _gather(futures: list[Any], label: str, progress: Progress | None) -> list[Any]:
@@ -496,27 +508,30 @@ def extract_golds(
         kept.kept.clear()
         kept.labelled.clear()
         extractor_task = _cached(extract_shard, config)
-        futures = []
+        futures: deque[Any] = deque()
+        window = _in_flight(config)
         shards.reverse()
-        while shards:  # popped as submitted: a submitted shard's task holds its runs, nothing else does
-            shard = shards.pop()
-            key = cache_keys.extract_key(scenario.extractor, shard, options, observed_key)
-            futures.append(
-                extractor_task.submit(config.scenario, _shard_arg(config, shard), options, observed_ref, key)
-            )
-            del shard
         golds = Golds.start(config, scenario)
         problems = ProblemLog()  # each shard's as one byte string: its objects go with the shard
-        progress, total = progress_mod.current(), len(futures)
-        futures.reverse()
+        progress, total = progress_mod.current(), len(shards)
         try:
             with work.Appender() as out:
-                while futures:  # in shard order, each result dropped once its steps are on disk
-                    steps, found = futures.pop().result()
+                while shards or futures:  # in shard order, each result dropped once its steps are on disk
+                    while shards and len(futures) < window:
+                        # popped as submitted: a submitted shard's task holds its runs, nothing else does
+                        shard = shards.pop()
+                        key = cache_keys.extract_key(scenario.extractor, shard, options, observed_key)
+                        futures.append(
+                            extractor_task.submit(
+                                config.scenario, _shard_arg(config, shard), options, observed_ref, key
+                            )
+                        )
+                        del shard
+                    steps, found = futures.popleft().result()
                     golds.add(out, steps)
                     problems += found
                     if progress:
-                        progress("extract", total - len(futures), total)
+                        progress("extract", total - len(shards) - len(futures), total)
         except BaseException:
             work.remove_area(config.out_dir, golds.area)  # the build stops here: its files go with it
             raise
@@ -542,30 +557,36 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: Golds, ti
         shared = generator if config.limits.task_runner == "threads" else None
         generator_task = _cached(generate_shard, config)
         try:
-            # Every task's shards are submitted before any is awaited: the generator's one request pool
-            # stays full across shard and task boundaries (a re-ask at a task's end overlaps the next).
-            submitted = []
+            # Every task's shards are keyed and spilled first, then submitted a window ahead of the one
+            # awaited (`_in_flight`), across task boundaries: every worker stays busy, and with it the
+            # generator's one request pool (a re-ask at a task's end overlaps the next task's shards).
+            planned: list[tuple[str, list[str]]] = []
+            queue: deque[tuple[str, str, str, int]] = deque()  # key, shard ref, pool ref, options
             for name, spec in scenario.specs.items():
                 pool = golds.pools.pop(name)
                 pool_key = cache_keys.pool_key(pool)
                 pool_ref = work.store(config.out_dir, f"pool-{name}", pool_key, pool)
                 del pool  # the shards read it from its file (on Dask, each worker process once)
-                keys, futures = [], []
+                keys: list[str] = []
                 for shard in _batches(work.replay(golds.files[name]), config.limits.shard_size):
                     key = cache_keys.generate_key(config, generator, shard, pool_key, spec.n_options)
                     ref = work.spill(config.out_dir, golds.area, f"shards-{name}", len(keys), shard)
                     keys.append(key)
-                    futures.append(generator_task.submit(config, ref, pool_ref, spec.n_options, shared, key))
+                    queue.append((key, ref, pool_ref, spec.n_options))
                     del shard
-                submitted.append((name, keys, futures))
+                planned.append((name, keys))
+            futures: deque[Any] = deque()
+            window = _in_flight(config)
             progress = progress_mod.current()
-            for name, keys, futures in submitted:
+            for name, keys in planned:
                 # each shard's questions are spilled to `.work/` as it is gathered, its future dropped:
                 # the flow holds paths, not the build's questions, until filtering takes them task by task
-                refs, total = [], len(futures)
-                futures.reverse()
+                refs, total = [], len(keys)
                 for key in keys:
-                    qs, ps = futures.pop().result()
+                    while queue and len(futures) < window:
+                        k, ref, pool_ref, n_options = queue.popleft()
+                        futures.append(generator_task.submit(config, ref, pool_ref, n_options, shared, k))
+                    qs, ps = futures.popleft().result()
                     refs.append(work.spill(config.out_dir, area, f"questions-{name}", len(refs), qs))
                     del qs
                     problems += ps

@@ -18,6 +18,7 @@ import ctypes
 import ctypes.util
 import gc
 import os
+import re
 import sys
 from collections.abc import Callable
 from functools import lru_cache
@@ -89,10 +90,36 @@ def empty_text_caches() -> None:
             getattr(loaded, name).cache_clear()
 
 
+def forget_task_results() -> int:
+    """Drop what the running Prefect flow run records of its finished tasks' results; how many it held.
+
+    A flow run keeps, for the whole run, an entry per task result (`FlowRunContext.run_results`: the
+    result's id, a copy of its final state and details, to tie a later task's inputs to it) and a set
+    of assets per task run (`task_run_assets`). A build submits a task per shard and stage (about
+    600 at 20,000 runs) and hands results on as paths, never as those objects, so the entries serve
+    nothing once a stage is gathered; made in the middle of the shards' work, each would keep the
+    small-object arena it sits in from being returned. Nothing happens outside a flow run.
+    """
+    context = sys.modules.get("prefect.context")  # only if Prefect is loaded
+    run = context.FlowRunContext.get() if context is not None else None
+    if run is None:
+        return 0
+    held = len(run.run_results)
+    run.run_results.clear()
+    run.task_run_assets.clear()
+    return held
+
+
 def release_memory() -> bool:
-    """Empty the per-text caches, collect garbage and return the allocator's free pages to the OS;
-    whether the allocator could."""
+    """Empty the per-text caches, the regular-expression cache and the flow run's record of task
+    results (`forget_task_results`), collect garbage and return the allocator's free pages to the OS;
+    whether the allocator could.
+
+    `re` keeps the last 512 patterns compiled: per-name patterns of a stage's texts, made among that
+    stage's objects."""
     empty_text_caches()
+    re.purge()
+    forget_task_results()
     gc.collect()
     arrow = sys.modules.get("pyarrow")  # only if the build has used Arrow (importing it costs memory)
     if arrow is not None:
@@ -104,4 +131,11 @@ def release_memory() -> bool:
     return True
 
 
-__all__ = ["MMAP_THRESHOLD", "TEXT_CACHES", "bound_heap", "empty_text_caches", "release_memory"]
+__all__ = [
+    "MMAP_THRESHOLD",
+    "TEXT_CACHES",
+    "bound_heap",
+    "empty_text_caches",
+    "forget_task_results",
+    "release_memory",
+]

@@ -50,6 +50,32 @@ def test_trusted_models_are_the_validated_ones() -> None:
         trusted.index = 5  # type: ignore[misc]
 
 
+def test_trusted_models_share_one_fields_set_that_no_copy_or_assignment_changes() -> None:
+    """A parsed run's models share their fields-given sets (a third of its small objects): one per
+    model and fields, never added to, while copies get sets of their own."""
+    _, one = _validated_pair()
+    other = trusted_call_step(7, "", "bash", {}, "ls", None)
+    assert one.model_fields_set is other.model_fields_set
+    assert one.action.model_fields_set is other.action.model_fields_set
+    source = {"format": "f", "file": "a.jsonl"}
+    first, second = trusted_model(Source, dict(source)), trusted_model(Source, {**source, "file": "b.jsonl"})
+    assert first.model_fields_set is second.model_fields_set == {"format", "file"}
+    assert trusted_model(Source, {**source, "line": 3}).model_fields_set == {"format", "file", "line"}
+    shared = set(one.model_fields_set)
+    copied = trusted_model(Outcome, {"label": "success"}).model_copy(update={"reason": "r"})
+    assert copied.model_fields_set == {"label", "reason"}
+    assert trusted_model(Outcome, {"label": "failure"}).model_fields_set == {"label"}
+    for changed in (
+        one.model_copy(update={"thought": "x"}),
+        copy.deepcopy(one),
+        pickle.loads(pickle.dumps(one)),
+    ):
+        assert changed.model_fields_set == shared and changed.model_fields_set is not one.model_fields_set
+    with pytest.raises(ValidationError):
+        other.thought = "y"  # type: ignore[misc]
+    assert one.model_fields_set == shared == other.model_fields_set
+
+
 def test_trusted_step_without_action_or_observation() -> None:
     assert trusted_step(0, "", None, None) == Step(index=0)
     assert (

@@ -148,3 +148,31 @@ def test_every_large_cache_of_texts_is_emptied_between_stages_and_the_scorers_be
     scorers.forget_texts()  # between blocks: the scorers' own
     assert scorers.shape_features.cache_info().currsize == scorers.step_kinds.cache_info().currsize == 0
     assert commands._words.cache_info().currsize > 0
+
+
+def test_a_flow_runs_record_of_its_tasks_results_is_dropped_between_stages(prefect_harness):
+    """Prefect keeps an entry per task result for the whole flow run (about 600 tasks at 20,000 runs):
+    `release_memory` drops them, and the flow's later tasks still run and return."""
+    from prefect import flow, task
+    from prefect.context import FlowRunContext
+
+    from flows.memory import forget_task_results
+
+    @task
+    def shard(i: int) -> list[int]:
+        return [i, i + 1]
+
+    @flow
+    def stages() -> tuple[int, int, int, list[int]]:
+        first = [f.result() for f in [shard.submit(i) for i in range(4)]]
+        held = len(FlowRunContext.get().run_results)
+        release_memory()
+        left = len(FlowRunContext.get().run_results)
+        again = forget_task_results()
+        later = shard.submit(10).result()
+        return held, left, again, [x for pair in first for x in pair] + later
+
+    held, left, again, values = stages()
+    assert held >= 4 and left == 0 and again == 0
+    assert values == [0, 1, 1, 2, 2, 3, 3, 4, 10, 11]
+    assert forget_task_results() == 0  # outside a flow run: nothing to drop

@@ -1,0 +1,89 @@
+"""The extract and generate stages keep a bounded window of shards submitted and not yet gathered.
+
+With every shard submitted at once, the workers ran ahead of the flow and finished shards' gold steps
+and questions piled up in memory. The shard tasks run here as plain functions, the moment they are
+submitted (the worst case: every submitted shard is finished and waits for the flow); a recorder
+counts the shards submitted and not yet gathered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prefect.utilities.annotations import quote
+
+from extractors.discovery import discover_readers
+from flows import build_stages, stages
+from flows.build_report import Timer
+from flows.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class _Window:
+    open: int = 0
+    widest: int = 0
+    submitted: dict[str, int] = field(default_factory=dict)
+
+    def task(self, t: Any) -> Any:
+        return _Submitter(t.fn, t.name, self)
+
+
+@dataclass
+class _Done:
+    value: Any
+    window: _Window
+
+    def result(self) -> Any:
+        self.window.open -= 1
+        return self.value
+
+
+@dataclass
+class _Submitter:
+    fn: Any
+    name: str
+    window: _Window
+
+    def submit(self, *args: Any) -> _Done:
+        value = self.fn(*(a.unquote() if isinstance(a, quote) else a for a in args))
+        self.window.open += 1
+        self.window.widest = max(self.window.widest, self.window.open)
+        self.window.submitted[self.name] = self.window.submitted.get(self.name, 0) + 1
+        return _Done(value, self.window)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_extract_and_generate_keep_twice_the_workers_shards_in_flight(tmp_path, monkeypatch, workers):
+    config = load_config(ROOT / "configs" / "swe_issue_fix.yaml")
+    config = config.model_copy(
+        update={
+            "out_dir": str(tmp_path),
+            "limits": config.limits.model_copy(
+                update={"shard_size": 4, "max_workers": workers, "cache": False}
+            ),
+        }
+    )
+    window = _Window()
+    monkeypatch.setattr(build_stages, "_cached", lambda t, _config: window.task(t))
+    scenario = build_stages.resolve_scenario(config)
+    inputs = build_stages.plan_inputs(config, scenario)
+    read = stages.read_stage(discover_readers(), [f for shard in inputs.shards for f in shard])
+    kept = stages.label_and_keep(
+        read.trajectories, [], read.verdicts, scenario.extractor.reads, False, read.golds
+    )
+    runs = len(kept.kept)
+    assert runs > 2 * workers  # one run a shard: more shards than the window
+    timer = Timer()
+    golds, _ = build_stages.extract_golds(config, scenario, kept, timer)
+    assert window.submitted["extract-shard"] == runs and golds.total > 0
+    assert window.widest == 2 * workers and window.open == 0
+    window.widest = 0
+    posed = build_stages.generate_questions(config, scenario, golds, timer)
+    assert window.submitted["generate-shard"] > 2 * workers
+    assert window.widest == 2 * workers and window.open == 0
+    assert sum(len(s.refs) for s in posed.questions) == window.submitted["generate-shard"]

@@ -240,6 +240,18 @@ def _in_flight(config: BuildConfig) -> int:
     return 2 * config.limits.max_workers if config.limits.task_runner == "threads" else sys.maxsize
 
 
+def _gathered(futures: Iterator[Any], window: int) -> Iterator[Any]:
+    """The results of `futures` in order, with at most `window` of them submitted and not yet
+    gathered (`_in_flight`): `futures` submits a shard's task each time it is advanced."""
+    pending: deque[Any] = deque()
+    for future in futures:
+        pending.append(future)
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
 def _gather(futures: list[Any], label: str, progress: Progress | None) -> list[Any]:
     results = []
     for done, fut in enumerate(futures, start=1):
@@ -508,30 +520,29 @@ def extract_golds(
         kept.kept.clear()
         kept.labelled.clear()
         extractor_task = _cached(extract_shard, config)
-        futures: deque[Any] = deque()
-        window = _in_flight(config)
         shards.reverse()
+
+        def submitted() -> Iterator[Any]:
+            while shards:  # popped as submitted: a submitted shard's task holds its runs, nothing else does
+                shard = shards.pop()
+                key = cache_keys.extract_key(scenario.extractor, shard, options, observed_key)
+                future = extractor_task.submit(
+                    config.scenario, _shard_arg(config, shard), options, observed_ref, key
+                )
+                del shard
+                yield future
+
         golds = Golds.start(config, scenario)
         problems = ProblemLog()  # each shard's as one byte string: its objects go with the shard
         progress, total = progress_mod.current(), len(shards)
         try:
             with work.Appender() as out:
-                while shards or futures:  # in shard order, each result dropped once its steps are on disk
-                    while shards and len(futures) < window:
-                        # popped as submitted: a submitted shard's task holds its runs, nothing else does
-                        shard = shards.pop()
-                        key = cache_keys.extract_key(scenario.extractor, shard, options, observed_key)
-                        futures.append(
-                            extractor_task.submit(
-                                config.scenario, _shard_arg(config, shard), options, observed_ref, key
-                            )
-                        )
-                        del shard
-                    steps, found = futures.popleft().result()
+                # in shard order, each result dropped once its steps are on disk
+                for done, (steps, found) in enumerate(_gathered(submitted(), _in_flight(config)), start=1):
                     golds.add(out, steps)
                     problems += found
                     if progress:
-                        progress("extract", total - len(shards) - len(futures), total)
+                        progress("extract", done, total)
         except BaseException:
             work.remove_area(config.out_dir, golds.area)  # the build stops here: its files go with it
             raise
@@ -561,7 +572,7 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: Golds, ti
             # awaited (`_in_flight`), across task boundaries: every worker stays busy, and with it the
             # generator's one request pool (a re-ask at a task's end overlaps the next task's shards).
             planned: list[tuple[str, list[str]]] = []
-            queue: deque[tuple[str, str, str, int]] = deque()  # key, shard ref, pool ref, options
+            queue: list[tuple[str, str, str, int]] = []  # key, shard ref, pool ref, options
             for name, spec in scenario.specs.items():
                 pool = golds.pools.pop(name)
                 pool_key = cache_keys.pool_key(pool)
@@ -575,18 +586,20 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: Golds, ti
                     queue.append((key, ref, pool_ref, spec.n_options))
                     del shard
                 planned.append((name, keys))
-            futures: deque[Any] = deque()
-            window = _in_flight(config)
+            results = _gathered(
+                (
+                    generator_task.submit(config, ref, pool_ref, n, shared, key)
+                    for key, ref, pool_ref, n in queue
+                ),
+                _in_flight(config),
+            )
             progress = progress_mod.current()
             for name, keys in planned:
                 # each shard's questions are spilled to `.work/` as it is gathered, its future dropped:
                 # the flow holds paths, not the build's questions, until filtering takes them task by task
                 refs, total = [], len(keys)
                 for key in keys:
-                    while queue and len(futures) < window:
-                        k, ref, pool_ref, n_options = queue.popleft()
-                        futures.append(generator_task.submit(config, ref, pool_ref, n_options, shared, k))
-                    qs, ps = futures.popleft().result()
+                    qs, ps = next(results)
                     refs.append(work.spill(config.out_dir, area, f"questions-{name}", len(refs), qs))
                     del qs
                     problems += ps

@@ -60,10 +60,11 @@ _FIELD_SETS: dict[tuple[type[BaseModel], frozenset[str]], set[str]] = {}
 def _fields_set(model: type[BaseModel], names: Iterable[str]) -> set[str]:
     """The one `__pydantic_fields_set__` of every trusted `model` instance given `names`.
 
-    Validation gives each instance a set of its own (200-700 bytes each: 30% of the small objects of
-    a parsed 7-step run, 4.2 of 14.2 KB). These models are frozen, so pydantic never adds to an instance's set (only the
-    setters of unfrozen models do), and a copy (`model_copy`, pickling) gets a set of its own: one
-    shared set per model and fields is what each instance would hold, less the copies.
+    Validation gives each instance a set of its own (200-700 bytes each: 30% of the small objects
+    of a parsed 7-step run, 4.2 of 14.2 KB). These models are frozen, so pydantic never adds to an
+    instance's set (only the setters of unfrozen models do), and a copy (`model_copy`, `deepcopy`,
+    pickling) gets a set of its own: one shared set per model and fields is what each instance
+    would hold, less the copies.
     """
     key = (model, frozenset(names))
     found = _FIELD_SETS.get(key)

@@ -47,6 +47,7 @@ from schemas import (
     task_spec,
 )
 from schemas.report import JudgeReport, LLMUsage, ReviewReport
+from schemas.tasks import find_spec
 
 T = TypeVar("T")
 
@@ -119,6 +120,19 @@ def _shard_arg(config: BuildConfig, value: Any) -> Any:
     return quote(value) if config.limits.task_runner == "threads" else value
 
 
+#: Scenario classes this process has discovered, by name (a scenario's class never changes in a
+#: process: discovery refuses a second one under the same name). Discovery reads every installed
+#: package's entry points and the scenarios' YAML, about 30 ms: once per process, not per shard.
+_SCENARIOS: dict[str, type] = {}
+
+
+def _scenario_class(scenario: str) -> type:
+    """The extractor class of `scenario`, discovered on this process's first call (threads or Dask worker)."""
+    if scenario not in _SCENARIOS:
+        _SCENARIOS.update(discover_extractors())
+    return _SCENARIOS[scenario]
+
+
 @task(name="read-shard", cache_policy=NO_CACHE)
 def read_shard(
     files: list[tuple[str, str | None, str]], privacy: PrivacyConfig, cache_key: str = ""
@@ -148,7 +162,7 @@ def extract_shard(
     """Extract gold steps of every task from one shard of kept trajectories (`observed`: the path of
     what the scenario observed of every labelled run, `flows.work.store`; "" when it observed nothing)."""
     learnt = work.load(observed) if observed else None
-    return stages.extract_stage(stages.make_extractor(discover_extractors()[scenario], learnt), trajs, tasks)
+    return stages.extract_stage(stages.make_extractor(_scenario_class(scenario), learnt), trajs, tasks)
 
 
 @task(name="generate-shard", cache_policy=NO_CACHE)
@@ -163,8 +177,9 @@ def generate_shard(
     """Pose one shard of gold steps as questions (with the build's shared generator when given);
     `golds` is the path of the shard's steps (`flows.work.spill`, read where the task runs), `pool`
     the path of the task's distractor pool (`flows.work.store`)."""
-    discover_extractors()  # a Dask worker is another process: register the TaskSpecs there too
     steps = work.peek(golds)  # not taken: a retried task reads it again; the build removes the folder
+    if any(find_spec(s.scenario, s.task) is None for s in steps):
+        discover_extractors()  # a Dask worker is another process: register the TaskSpecs there too
     return stages.generate_stage(generator or make_generator(config), steps, work.load(pool), n_options)
 
 

@@ -77,6 +77,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
 TEXT_CACHES = (
     ("extractors.shell.commands", "_words"),
     ("generators.offline", "_norm"),
+    ("generators.text", "normalised_similarity"),
     ("generators.quality.scorers", "step_kinds"),
     ("generators.quality.scorers", "shape_features"),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
+from functools import lru_cache
 
 #: A run of characters that are not word characters (punctuation or whitespace): one space.
 _NON_WORD = re.compile(r"\W+", re.U)
@@ -35,8 +36,12 @@ def similarity(a: str, b: str) -> float:
     return normalised_similarity(normalise(a), normalise(b))
 
 
+@lru_cache(maxsize=8192)
 def normalised_similarity(na: str, nb: str) -> float:
-    """`similarity` of two texts already through `normalise` (callers comparing one text many times)."""
+    """`similarity` of two texts already through `normalise` (callers comparing one text many times).
+
+    Memoised: the offline generator's draws for one item compare the same candidate with the same
+    options again and again (4 calls in 5 are repeats on templated runs), and difflib is its cost."""
     if na == nb:
         return 1.0
     matcher = difflib.SequenceMatcher(None, na, nb, autojunk=False)

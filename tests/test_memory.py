@@ -129,14 +129,18 @@ def test_every_large_cache_of_texts_is_emptied_between_stages_and_the_scorers_be
     large = {key for key, cache in caches.items() if (cache.cache_parameters()["maxsize"] or 1 << 30) >= 1024}
     assert others <= large
     large -= others
-    assert large == set(TEXT_CACHES)
+    # a cache imported by name elsewhere (`offline` uses `text.normalised_similarity`) is one cache
+    listed = {id(caches[key]) for key in TEXT_CACHES}
+    assert {key for key in large if id(caches[key]) not in listed} == set()
+    assert set(TEXT_CACHES) <= large
     from extractors.shell import commands
-    from generators import offline
+    from generators import offline, text
     from generators.quality import scorers
 
     def fill() -> None:
         commands.words("git clone https://x/y && cd y")
         offline._norm("Run the tests, then commit.")
+        text.normalised_similarity("run the tests", "run the test")
         scorers.shape_features("1. clone the repo\n2. run pytest")
         scorers.step_kinds("1. clone the repo\n2. run pytest")
 

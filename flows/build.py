@@ -44,7 +44,7 @@ from flows.config import BuildConfig
 from flows.filtering import filter_questions
 from flows.finish import Filtered, Final, finish_questions
 from flows.io import write_json
-from flows.memory import bound_heap, release_memory
+from flows.memory import bound_heap, release_memory, survivors_frozen
 from flows.progress import Progress
 from flows.report_html import attach_report_artifact, write_build_report
 from generators.hygiene.secrets import Redactor
@@ -57,6 +57,11 @@ from schemas.validity import AdversarialReport
 @flow(name="build-benchmark", log_prints=False, validate_parameters=True)
 def build(config: BuildConfig) -> BuildReport:
     """Build candidate questions for one scenario; returns the report (also written to `report.json`)."""
+    with survivors_frozen():  # full garbage collections walk each stage's new objects, not the process
+        return _build(config)
+
+
+def _build(config: BuildConfig) -> BuildReport:
     timer = Timer()
     scenario = resolve_scenario(config)
     clean_outputs(config)

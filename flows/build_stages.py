@@ -583,46 +583,44 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: Golds, ti
         shared = generator if config.limits.task_runner == "threads" else None
         generator_task = _cached(generate_shard, config)
         try:
-            # Every task's shards are keyed and spilled first, then submitted a window ahead of the one
-            # awaited (`_in_flight`), across task boundaries: every worker stays busy, and with it the
-            # generator's one request pool (a re-ask at a task's end overlaps the next task's shards).
-            planned: list[tuple[str, list[str]]] = []
-            queue: list[tuple[str, str, str, int]] = []  # key, shard ref, pool ref, options
-            for name, spec in scenario.specs.items():
-                pool = golds.pools.pop(name)
-                pool_key = cache_keys.pool_key(pool)
-                pool_ref = work.store(config.out_dir, f"pool-{name}", pool_key, pool)
-                del pool  # the shards read it from its file (on Dask, each worker process once)
-                keys: list[str] = []
-                for shard in _batches(work.replay(golds.files[name]), config.limits.shard_size):
-                    key = cache_keys.generate_key(config, generator, shard, pool_key, spec.n_options)
-                    ref = work.spill(config.out_dir, golds.area, f"shards-{name}", len(keys), shard)
-                    keys.append(key)
-                    queue.append((key, ref, pool_ref, spec.n_options))
-                    del shard
-                planned.append((name, keys))
-            results = _gathered(
-                (
-                    generator_task.submit(config, ref, pool_ref, n, shared, key)
-                    for key, ref, pool_ref, n in queue
-                ),
-                _in_flight(config),
-            )
+            # Each shard is keyed, spilled and submitted in turn (the first requests go out while later
+            # shards are keyed), a window ahead of the one awaited (`_in_flight`), across task
+            # boundaries: every worker stays busy, and with it the generator's one request pool (a
+            # re-ask at a task's end overlaps the next task's shards).
+            submitted: deque[tuple[str, str]] = deque()  # task and key of each shard, in order
+
+            def shards() -> Iterator[Any]:
+                for name, spec in scenario.specs.items():
+                    pool = golds.pools.pop(name)
+                    pool_key = cache_keys.pool_key(pool)
+                    pool_ref = work.store(config.out_dir, f"pool-{name}", pool_key, pool)
+                    del pool  # the shards read it from its file (on Dask, each worker process once)
+                    for i, shard in enumerate(
+                        _batches(work.replay(golds.files[name]), config.limits.shard_size)
+                    ):
+                        key = cache_keys.generate_key(config, generator, shard, pool_key, spec.n_options)
+                        ref = work.spill(config.out_dir, golds.area, f"shards-{name}", i, shard)
+                        del shard
+                        submitted.append((name, key))
+                        yield generator_task.submit(config, ref, pool_ref, spec.n_options, shared, key)
+
+            size = max(1, config.limits.shard_size)
+            totals = {name: -(-golds.counts.get(name, 0) // size) for name in scenario.specs}
+            refs: dict[str, list[str]] = {name: [] for name in scenario.specs}
             progress = progress_mod.current()
-            for name, keys in planned:
-                # each shard's questions are spilled to `.work/` as it is gathered, its future dropped:
-                # the flow holds paths, not the build's questions, until filtering takes them task by task
-                refs, total = [], len(keys)
-                for key in keys:
-                    qs, ps = next(results)
-                    refs.append(work.spill(config.out_dir, area, f"questions-{name}", len(refs), qs))
-                    del qs
-                    problems += ps
-                    if key and any(retry_next_run(p) for p in ps):
-                        _forget_shard(config, key)  # a spent budget or a failed request: the next run retries
-                    if progress:
-                        progress(f"generate {name}", len(refs), total)
-                spilled.append(Spilled(name, area, refs))
+            # each shard's questions are spilled to `.work/` as it is gathered, its future dropped:
+            # the flow holds paths, not the build's questions, until filtering takes them task by task
+            for qs, ps in _gathered(shards(), _in_flight(config)):
+                name, key = submitted.popleft()
+                done = refs[name]
+                done.append(work.spill(config.out_dir, area, f"questions-{name}", len(done), qs))
+                del qs
+                problems += ps
+                if key and any(retry_next_run(p) for p in ps):
+                    _forget_shard(config, key)  # a spent budget or a failed request: the next run retries
+                if progress:
+                    progress(f"generate {name}", len(done), totals[name])
+            spilled.extend(Spilled(name, area, done) for name, done in refs.items())
         except BaseException:
             work.remove_area(config.out_dir, area)  # the build stops here: its spills go with it
             raise

@@ -22,6 +22,7 @@ import pickle
 import re
 import secrets
 import shutil
+import threading
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -140,9 +141,17 @@ def clean_spills(out_dir: str | Path) -> list[Path]:
 _AREA = re.compile(r"spill-(\d+)-[0-9a-f]+")
 
 
+#: One reader at a time: shard tasks start together (four threads asking for one task's pool at
+#: once), and `lru_cache` would let each of them miss and unpickle its own copy.
+_LOADING = threading.Lock()
+
+
 def load(ref: str) -> Any:
-    """The value a `store` path holds (read once per process while it is among the last few used)."""
-    return _load(ref, os.stat(ref).st_mtime_ns)
+    """The value a `store` path holds (read once per process while it is among the last few used,
+    also when several threads ask for it at once)."""
+    mtime = os.stat(ref).st_mtime_ns
+    with _LOADING:
+        return _load(ref, mtime)
 
 
 @lru_cache(maxsize=4)

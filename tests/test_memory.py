@@ -13,10 +13,45 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flows.memory import TEXT_CACHES, release_memory
+from flows.memory import TEXT_CACHES, release_memory, survivors_frozen
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's")
+def test_a_builds_survivors_are_left_out_of_collections_until_it_ends_and_its_cycles_collected_after():
+    """Within `survivors_frozen` what lives at its start and at each `release_memory` is frozen (full
+    collections walk only what came since); nested blocks keep it until the outer ends; a cycle frozen
+    meanwhile is collected once the block is over; outside a build `release_memory` freezes nothing."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    assert gc.get_freeze_count() == 0
+    with survivors_frozen():
+        at_start = gc.get_freeze_count()
+        assert at_start > 0
+        survivors = [[i] for i in range(5000)]  # tracked containers, alive at the stage boundary
+        cycle = Node()
+        cycle.me = cycle
+        gone = weakref.ref(cycle)
+        assert any(o is survivors[-1] for o in gc.get_objects())  # collections still see it
+        release_memory()
+        assert not any(o is survivors[-1] for o in gc.get_objects())  # frozen: they do not
+        assert gc.get_freeze_count() > at_start
+        del cycle
+        gc.collect()
+        assert gone() is not None  # frozen: no collection looks at it
+        with survivors_frozen():
+            pass
+        assert not any(o is survivors[-1] for o in gc.get_objects())  # the outer block still runs
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert gone() is None
+    release_memory()
+    assert gc.get_freeze_count() == 0
+
+
 def test_freed_heap_blocks_go_back_to_the_os():
     proc = psutil.Process()
     release_memory()

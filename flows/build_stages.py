@@ -122,7 +122,8 @@ def _shard_arg(config: BuildConfig, value: Any) -> Any:
 
 #: Scenario classes this process has discovered, by name (a scenario's class never changes in a
 #: process: discovery refuses a second one under the same name). Discovery reads every installed
-#: package's entry points and the scenarios' YAML, about 30 ms: once per process, not per shard.
+#: package's entry points and the scenarios' YAML (8 ms here, 30 before libyaml parsed the YAML):
+#: once per process, not per shard (a 100,000-run build has thousands).
 _SCENARIOS: dict[str, type] = {}
 
 

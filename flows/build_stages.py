@@ -47,7 +47,6 @@ from schemas import (
     task_spec,
 )
 from schemas.report import JudgeReport, LLMUsage, ReviewReport
-from schemas.tasks import find_spec
 
 T = TypeVar("T")
 
@@ -128,7 +127,8 @@ _SCENARIOS: dict[str, type] = {}
 
 
 def _scenario_class(scenario: str) -> type:
-    """The extractor class of `scenario`, discovered on this process's first call (threads or Dask worker)."""
+    """The extractor class of `scenario`, discovered on this process's first call (threads or Dask
+    worker); that discovery also registers the scenarios' TaskSpecs in the process."""
     if scenario not in _SCENARIOS:
         _SCENARIOS.update(discover_extractors())
     return _SCENARIOS[scenario]
@@ -178,9 +178,10 @@ def generate_shard(
     """Pose one shard of gold steps as questions (with the build's shared generator when given);
     `golds` is the path of the shard's steps (`flows.work.spill`, read where the task runs), `pool`
     the path of the task's distractor pool (`flows.work.store`)."""
+    _scenario_class(
+        config.scenario
+    )  # a Dask worker is another process: its discovery registers the TaskSpecs
     steps = work.peek(golds)  # not taken: a retried task reads it again; the build removes the folder
-    if any(find_spec(s.scenario, s.task) is None for s in steps):
-        discover_extractors()  # a Dask worker is another process: register the TaskSpecs there too
     return stages.generate_stage(generator or make_generator(config), steps, work.load(pool), n_options)
 
 

@@ -184,3 +184,30 @@ def test_another_runs_step_of_the_golds_own_kind_is_never_drawn_beside_it(monkey
         assert drawn(gold) and not any("submit" in t for t in drawn(gold))  # a submit gold: no other submit
     # beside a gold of another kind, another run's submit is a wrong option like any other
     assert any("submit" in t for g in out if "submit" not in g for t in drawn(g))
+
+
+def test_similarity_is_the_standard_librarys_difflib_ratio_on_every_kind_of_text() -> None:
+    """`similarity` runs cydifflib (difflib in C++) for speed: every value must be the one the standard
+    library's SequenceMatcher gives (same quick-ratio shortcut below 0.5), on texts where difflib's
+    heuristics matter: long texts of repeated characters (autojunk off), non-ASCII, empty, reordered."""
+    import difflib
+    import random
+
+    from generators.text import normalise, normalised_similarity
+
+    rng = random.Random(7)
+    words = ["parser", "fails", "on", "empty", "input", "données", "解析", "失败", "x", "a" * 30]
+    texts = ["", "a", "ab" * 300, "ba" * 299 + "c", *PLANS]
+    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(1, 60))) for _ in range(60)]
+
+    def stdlib(na: str, nb: str) -> float:
+        if na == nb:
+            return 1.0
+        m = difflib.SequenceMatcher(None, na, nb, autojunk=False)
+        if m.real_quick_ratio() < 0.5 or m.quick_ratio() < 0.5:
+            return m.quick_ratio()
+        return m.ratio()
+
+    pairs = [(normalise(a), normalise(b)) for a in texts for b in texts[:25]]
+    assert len({round(stdlib(a, b), 3) for a, b in pairs}) > 50  # a spread of values, not a few easy ones
+    assert [normalised_similarity(a, b) for a, b in pairs] == [stdlib(a, b) for a, b in pairs]

@@ -294,11 +294,7 @@ class _NaiveBayes:
             sparse.csr_matrix((np.ones(len(dis_rows)), (dis_fold, dis_rows)), shape=(k, self.matrix.shape[0]))
             @ self.matrix
         )
-        rank_gold, rank_dis = np.zeros((k, len(RANK_DIMENSIONS), 3)), np.zeros((k, len(RANK_DIMENSIONS), 3))
-        for i, shown in enumerate(state.shown):
-            for d, tags in enumerate(_shown_rank_tags(state, i, shown)):
-                rank_gold[fold[i], d, tags[0]] += 1
-                np.add.at(rank_dis[fold[i], d], tags[1:], 1)
+        rank_gold, rank_dis = _rank_counts(state, fold, k)
         n_gold = np.bincount(fold, minlength=k).astype(float)
         n_dis = np.bincount(dis_fold, minlength=k).astype(float)
         weights = _log_odds(gold.toarray(), dis.toarray(), n_gold, n_dis)
@@ -319,18 +315,36 @@ def _log_odds(gold: np.ndarray, dis: np.ndarray, n_gold: np.ndarray, n_dis: np.n
     return np.log(pg / pd) - np.log((1 - pg) / (1 - pd))
 
 
-def _shown_rank_tags(state: _State, i: int, shown: Sequence[int]) -> np.ndarray:
-    """Rank tags (0 top, 1 bottom, 2 mid) of the shown options by length, centrality and lines."""
-    values = np.vstack(
-        [state.lengths[i][shown], np.array(_mean_others(state.tokens[i], shown)), state.lines[i][shown]]
-    )
-    return _rank_tags(values)
-
-
-def _mean_others(sims: np.ndarray, shown: Sequence[int]) -> list[float]:
-    sub = sims[np.ix_(shown, shown)]
-    n = len(shown)
-    return [float((sub[i].sum() - sub[i, i]) / (n - 1)) if n > 1 else 0.0 for i in range(n)]
+def _rank_counts(state: _State, fold: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per fold, dimension (length, centrality, lines) and rank tag (0 top, 1 bottom, 2 mid): how
+    many golds and how many distractors of the items' shown options carry the tag. Items with as
+    many options are tagged together (`_rank_tags` of their stacked values)."""
+    dims = len(RANK_DIMENSIONS)
+    gold, dis = np.zeros((k, dims, 3)), np.zeros((k, dims, 3))
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i, sh in enumerate(state.shown):
+        groups[len(sh)].append(i)
+    for size, idx in groups.items():
+        shown = [np.asarray(state.shown[i]) for i in idx]
+        if size > 1:  # each option's mean token similarity to the other shown options
+            sims = np.stack([state.tokens[i][np.ix_(sh, sh)] for i, sh in zip(idx, shown, strict=True)])
+            central = (sims.sum(axis=2) - sims[:, np.arange(size), np.arange(size)]) / (size - 1)
+        else:
+            central = np.zeros((len(idx), size))
+        values = np.stack(
+            [
+                np.stack([state.lengths[i][sh] for i, sh in zip(idx, shown, strict=True)]),
+                central,
+                np.stack([state.lines[i][sh] for i, sh in zip(idx, shown, strict=True)]),
+            ],
+            axis=1,
+        )  # items x dimensions x options
+        tags = _rank_tags(values.reshape(-1, size)).reshape(len(idx), dims, size)
+        at = (fold[idx][:, None], np.arange(dims)[None, :])
+        np.add.at(gold, (*at, tags[:, :, 0]), 1)
+        for j in range(1, size):
+            np.add.at(dis, (*at, tags[:, :, j]), 1)
+    return gold, dis
 
 
 def _item_scores(
@@ -583,7 +597,8 @@ class _Band:
         self.soft_gain = settings.soft_gain
 
     def cost(self, acc: np.ndarray) -> np.ndarray:
-        return np.clip(acc - self.hi, 0, None).sum(axis=-1) + np.clip(self.lo - acc, 0, None).sum(axis=-1)
+        # np.maximum, not np.clip: the same values, without clip's Python-level dispatch (called per swap)
+        return np.maximum(acc - self.hi, 0.0).sum(axis=-1) + np.maximum(self.lo - acc, 0.0).sum(axis=-1)
 
     def pick(
         self,

@@ -584,11 +584,18 @@ class _Plan(NamedTuple):
     trainable: list[bool]
 
 
-def _plan(items: Sequence[Item], feats: Features, fold: list[int], k: int, min_train: int) -> _Plan:
+def _content_keys(items: Sequence[Item]) -> list[int]:
+    """Each item's hash of its shown options, what `fold_of` (salt "") reduces to a fold."""
+    return [int(content_id("fold", sorted(it.texts[i] for i in it.options)), 16) for it in items]
+
+
+def _plan(
+    items: Sequence[Item], feats: Features, fold: list[int], k: int, min_train: int, content: Sequence[int]
+) -> _Plan:
     # Rows in a canonical order (by fold, then items by content, options by text): the same items
     # give the same model however their options are displayed, and a fold's complement is two
-    # contiguous slices of one matrix (no fancy indexing per fold).
-    order = sorted(range(len(items)), key=lambda i: (fold[i], fold_of(items[i], 1 << 30), i))
+    # contiguous slices of one matrix (no fancy indexing per fold). `content`: `_content_keys`.
+    order = sorted(range(len(items)), key=lambda i: (fold[i], content[i] % (1 << 30), i))
     x, y = _training_rows(items, feats, order)
     per_fold = np.bincount(fold, minlength=k)
     sizes = np.bincount(fold, weights=[len(it.options) for it in items], minlength=k).astype(np.int64)
@@ -628,8 +635,9 @@ def learned_scorers(
     fold) model fitted side by side on the module's threads (no thread idles at the end of one kind
     while another kind's folds wait)."""
     k = max(2, min(folds, len(items)))
-    fold = [fold_of(it, k, salt) for it in items]
-    plans = {kind: _plan(items, feats, fold, k, min_train) for kind, feats in features.items()}
+    content = _content_keys(items)  # hashed once for the folds and every kind's row order
+    fold = [c % k for c in content] if salt == "" else [fold_of(it, k, salt) for it in items]
+    plans = {kind: _plan(items, feats, fold, k, min_train, content) for kind, feats in features.items()}
     jobs = [(kind, f) for kind in plans for f in range(k)]
     fitted = _map(lambda job: _fit_fold(plans[job[0]], job[1]), jobs)
     out = {}

@@ -178,9 +178,8 @@ def generate_shard(
     """Pose one shard of gold steps as questions (with the build's shared generator when given);
     `golds` is the path of the shard's steps (`flows.work.spill`, read where the task runs), `pool`
     the path of the task's distractor pool (`flows.work.store`)."""
-    _scenario_class(
-        config.scenario
-    )  # a Dask worker is another process: its discovery registers the TaskSpecs
+    # a Dask worker is another process: its first discovery registers the TaskSpecs there
+    _scenario_class(config.scenario)
     steps = work.peek(golds)  # not taken: a retried task reads it again; the build removes the folder
     return stages.generate_stage(generator or make_generator(config), steps, work.load(pool), n_options)
 

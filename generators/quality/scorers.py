@@ -446,14 +446,14 @@ class Featuriser:
         return blocks, dense
 
 
+def _content_key(it: Item) -> int:
+    """The hash of an item's shown options (by content: the same in a build and an audit)."""
+    return int(content_id("fold", sorted(it.texts[i] for i in it.options)), 16)
+
+
 def fold_of(it: Item, folds: int, salt: object = "") -> int:
     """The cross-validation fold of an item: a hash of its shown options (the same in a build and an audit)."""
-    key = (
-        content_id("fold", sorted(it.texts[i] for i in it.options))
-        if salt == ""
-        else content_id("fold", salt, it.where)
-    )
-    return int(key, 16) % folds
+    return _content_key(it) % folds if salt == "" else int(content_id("fold", salt, it.where), 16) % folds
 
 
 class LearnedScorer(NamedTuple):
@@ -584,17 +584,12 @@ class _Plan(NamedTuple):
     trainable: list[bool]
 
 
-def _content_keys(items: Sequence[Item]) -> list[int]:
-    """Each item's hash of its shown options, what `fold_of` (salt "") reduces to a fold."""
-    return [int(content_id("fold", sorted(it.texts[i] for i in it.options)), 16) for it in items]
-
-
 def _plan(
     items: Sequence[Item], feats: Features, fold: list[int], k: int, min_train: int, content: Sequence[int]
 ) -> _Plan:
     # Rows in a canonical order (by fold, then items by content, options by text): the same items
     # give the same model however their options are displayed, and a fold's complement is two
-    # contiguous slices of one matrix (no fancy indexing per fold). `content`: `_content_keys`.
+    # contiguous slices of one matrix (no fancy indexing per fold). `content`: each item's `_content_key`.
     order = sorted(range(len(items)), key=lambda i: (fold[i], content[i] % (1 << 30), i))
     x, y = _training_rows(items, feats, order)
     per_fold = np.bincount(fold, minlength=k)
@@ -635,7 +630,7 @@ def learned_scorers(
     fold) model fitted side by side on the module's threads (no thread idles at the end of one kind
     while another kind's folds wait)."""
     k = max(2, min(folds, len(items)))
-    content = _content_keys(items)  # hashed once for the folds and every kind's row order
+    content = [_content_key(it) for it in items]  # hashed once for the folds and every kind's row order
     fold = [c % k for c in content] if salt == "" else [fold_of(it, k, salt) for it in items]
     plans = {kind: _plan(items, feats, fold, k, min_train, content) for kind, feats in features.items()}
     jobs = [(kind, f) for kind in plans for f in range(k)]

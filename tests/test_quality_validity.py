@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from generators.quality.validity import option_lengths, patch_files, patch_overlap, samples, source_mix
+from collections.abc import Sequence
+
+from generators.quality.validity import (
+    option_lengths,
+    patch_files,
+    patch_overlap,
+    samples,
+    source_mix,
+    task_validity,
+)
+from schemas.report import TaskQuality
 
 
 def _row(i: int, options: list[str], gold: int, origins: list[str]) -> dict:
@@ -59,3 +69,36 @@ def test_patch_overlap_counts_distractors_touching_a_gold_file_and_ignores_prose
     ]
     assert patch_overlap(rows) == 0.75 and patch_overlap(ROWS) is None
     assert patch_files(_diff("a.py", "b.py")) == {"a.py", "b.py"}
+
+
+class _Passes(Sequence[dict]):
+    """A task's rows as `ParquetRows` gives them: gone through any number of times (each pass
+    counted), never indexed (indexing a Parquet file's rows reads it whole)."""
+
+    def __init__(self, rows: list[dict]) -> None:
+        self.rows, self.passes = rows, 0
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        self.passes += 1
+        yield from self.rows
+
+    def __getitem__(self, index):
+        raise AssertionError("the validity section indexed the rows")
+
+
+def test_task_validity_goes_through_the_rows_twice_without_holding_or_indexing_them():
+    completion = {"item_id": "plan-9999", "scenario": "?", "task": "plan", "options": [], "context": "c"}
+    rows = [
+        _row(i, ["gold option " + "x" * i, "b" * (i % 7 + 1), "c"], i % 3, ["rule:a", "llm:b"])
+        for i in range(40)
+    ]
+    given = _Passes([completion, *reversed(rows)])
+    entry = TaskQuality(task="plan", items=41, baselines={"longest": 0.5}, bounds={"longest": 0.45})
+    got = task_validity("plan", given, entry, None, seed=7)
+    assert given.passes == 2
+    assert got.lengths == option_lengths(rows) and got.sources == source_mix(rows)
+    assert got.samples == samples(rows, 7) and len(got.samples) == 5
+    assert [b.passed for b in got.baselines] == [False]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import random
 import re
+from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,47 +38,98 @@ SAMPLES = 5
 CONTEXT_TAIL = 1500
 
 
-def _summary(values: Sequence[int]) -> LengthSummary:
-    if not values:
+def _summary(values: np.ndarray) -> LengthSummary:
+    if not len(values):
         return LengthSummary(n=0, mean=0.0, median=0.0, p10=0.0, p90=0.0)
     a = np.asarray(values, dtype=float)
     p10, median, p90 = (round(float(x), 1) for x in np.percentile(a, [10, 50, 90]))
     return LengthSummary(n=len(values), mean=round(float(a.mean()), 1), median=median, p10=p10, p90=p90)
 
 
-def option_lengths(rows: Sequence[Mapping[str, Any]]) -> OptionLengths:
-    """Gold vs distractor lengths of MCQ rows (`options`, `gold_index`)."""
-    gold, wrong = [], []
-    longest = shortest = 0
-    for r in rows:
-        lengths = [len(o) for o in r["options"]]
-        g = lengths[r["gold_index"]]
-        gold.append(g)
-        wrong += [x for i, x in enumerate(lengths) if i != r["gold_index"]]
-        longest += g == max(lengths) and lengths.count(g) == 1
-        shortest += g == min(lengths) and lengths.count(g) == 1
-    both = gold + wrong
-    edges = np.histogram_bin_edges(both, bins=min(12, max(1, len(set(both))))) if both else np.array([0, 1])
-    n = max(1, len(rows))
-    return OptionLengths(
-        gold=_summary(gold),
-        distractors=_summary(wrong),
-        gold_longest=round(longest / n, 4),
-        gold_shortest=round(shortest / n, 4),
-        bins=[round(float(x), 1) for x in edges],
-        gold_counts=[int(c) for c in np.histogram(gold, bins=edges)[0]],
-        distractor_counts=[int(c) for c in np.histogram(wrong, bins=edges)[0]],
-    )
+class _Tally:
+    """What the validity section counts of a task's MCQ rows, added one row at a time: the option
+    lengths (machine integers, not a Python object each), the distractor sources, the patch overlap
+    and each row's item id (for the sample). The section reads a task's rows as they come, never
+    holding them: once for these, once more for the `SAMPLES` drawn (at 100,000 small runs a task
+    has over 200,000 rows, each with its context)."""
 
+    def __init__(self) -> None:
+        self.gold, self.wrong = array("q"), array("q")
+        self.longest = self.shortest = self.rows = 0
+        self.sources: Counter[str] = Counter()
+        self.hit = self.total = 0
+        self.ids: list[str] = []
 
-def source_mix(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Shown distractors per source family (an origin outside `CANDIDATE_SOURCES` counts as `other`)."""
-    counts: Counter[str] = Counter()
-    for r in rows:
+    def add(self, r: Mapping[str, Any]) -> None:
+        options, gold_index = r["options"], r["gold_index"]
+        lengths = [len(o) for o in options]
+        g = lengths[gold_index]
+        self.gold.append(g)
+        self.wrong.extend(x for i, x in enumerate(lengths) if i != gold_index)
+        self.longest += g == max(lengths) and lengths.count(g) == 1
+        self.shortest += g == min(lengths) and lengths.count(g) == 1
+        self.rows += 1
         for origin in r.get("distractor_origins") or ():
             family = candidate_source(str(origin))
-            counts[family if family in CANDIDATE_SOURCES else "other"] += 1
-    return {k: counts[k] for k in (*CANDIDATE_SOURCES, "other") if counts[k]}
+            self.sources[family if family in CANDIDATE_SOURCES else "other"] += 1
+        gold_files = patch_files(options[gold_index])
+        if gold_files:
+            for i, text in enumerate(options):
+                if i != gold_index:
+                    self.total += 1
+                    self.hit += bool(patch_files(text) & gold_files)
+        self.ids.append(str(r.get("item_id")))
+
+    def lengths(self) -> OptionLengths:
+        gold, wrong = np.asarray(self.gold, dtype=np.int64), np.asarray(self.wrong, dtype=np.int64)
+        both = np.concatenate([gold, wrong])
+        edges = (
+            np.histogram_bin_edges(both, bins=min(12, max(1, len(np.unique(both)))))
+            if len(both)
+            else np.array([0, 1])
+        )
+        n = max(1, self.rows)
+        return OptionLengths(
+            gold=_summary(gold),
+            distractors=_summary(wrong),
+            gold_longest=round(self.longest / n, 4),
+            gold_shortest=round(self.shortest / n, 4),
+            bins=[round(float(x), 1) for x in edges],
+            gold_counts=[int(c) for c in np.histogram(gold, bins=edges)[0]],
+            distractor_counts=[int(c) for c in np.histogram(wrong, bins=edges)[0]],
+        )
+
+    def source_mix(self) -> dict[str, int]:
+        return {k: self.sources[k] for k in (*CANDIDATE_SOURCES, "other") if self.sources[k]}
+
+    def patch_overlap(self) -> float | None:
+        return round(self.hit / self.total, 4) if self.total else None
+
+    def picked(self, seed: int, k: int) -> list[int]:
+        """The places (in the order added) of the `k` rows `samples` draws: by `seed` among the rows
+        ordered by item id (ties in the order added)."""
+        ordered = sorted(range(len(self.ids)), key=self.ids.__getitem__)
+        draw = random.Random(content_id(seed, "validity-samples")).sample(
+            range(len(ordered)), min(k, len(ordered))
+        )
+        return [ordered[j] for j in draw]
+
+
+def _tally(rows: Iterable[Mapping[str, Any]]) -> _Tally:
+    tally = _Tally()
+    for r in rows:
+        tally.add(r)
+    return tally
+
+
+def option_lengths(rows: Iterable[Mapping[str, Any]]) -> OptionLengths:
+    """Gold vs distractor lengths of MCQ rows (`options`, `gold_index`)."""
+    return _tally(rows).lengths()
+
+
+def source_mix(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Shown distractors per source family (an origin outside `CANDIDATE_SOURCES` counts as `other`)."""
+    return _tally(rows).source_mix()
 
 
 _PATCH_FILE = re.compile(r"^(?:diff --git a/(\S+) b/|\+\+\+ b/|--- a/)(\S+)?", re.M)
@@ -88,18 +140,9 @@ def patch_files(text: str) -> frozenset[str]:
     return frozenset(b or a for a, b in _PATCH_FILE.findall(text) if (b or a) and (b or a) != "/dev/null")
 
 
-def patch_overlap(rows: Sequence[Mapping[str, Any]]) -> float | None:
+def patch_overlap(rows: Iterable[Mapping[str, Any]]) -> float | None:
     """Share of the distractors of diff-gold items that touch a file the gold touches (None: no diff gold)."""
-    hit = total = 0
-    for r in rows:
-        gold = patch_files(r["options"][r["gold_index"]])
-        if not gold:
-            continue
-        for i, text in enumerate(r["options"]):
-            if i != r["gold_index"]:
-                total += 1
-                hit += bool(patch_files(text) & gold)
-    return round(hit / total, 4) if total else None
+    return _tally(rows).patch_overlap()
 
 
 def _context(row: Mapping[str, Any]) -> str:
@@ -109,10 +152,16 @@ def _context(row: Mapping[str, Any]) -> str:
 
 def samples(rows: Sequence[Mapping[str, Any]], seed: int, k: int = SAMPLES) -> list[SampleItem]:
     """`k` items drawn by `seed` (the same rows give the same draw), as a reader sees them."""
-    ordered = sorted(rows, key=lambda r: str(r.get("item_id")))
-    picked = random.Random(content_id(seed, "validity-samples")).sample(ordered, min(k, len(ordered)))
+    return _samples(rows, _tally(r for r in rows if r.get("options")).picked(seed, k))
+
+
+def _samples(rows: Iterable[Mapping[str, Any]], picked: Sequence[int]) -> list[SampleItem]:
+    """The rows at the places `picked` (in the order they were drawn), a second pass over the rows
+    that keeps only those."""
+    wanted = set(picked)
+    found = {place: r for place, r in enumerate(r for r in rows if r.get("options")) if place in wanted}
     out = []
-    for r in picked:
+    for r in (found[place] for place in picked):
         context = _context(r)
         origins = list(r.get("distractor_origins") or ())
         opts, wrong = [], 0
@@ -140,7 +189,7 @@ def task_validity(
     seed: int,
 ) -> TaskValidity:
     """One MCQ task: `entry` is its quality-section entry (baselines, bounds, positions)."""
-    mcq = [r for r in rows if r.get("options")]
+    tally = _tally(r for r in rows if r.get("options"))  # the rows are gone through twice, never held
     accuracy, bounds = entry.baselines or {}, entry.bounds or {}
     baselines = [
         BaselineBound(name=name, accuracy=acc, bound=bounds[name], passed=acc <= bounds[name] + 1e-12)
@@ -158,11 +207,11 @@ def task_validity(
             dof=entry.position_dof or 0,
             p_value=entry.position_p if entry.position_p is not None else 1.0,
         ),
-        lengths=option_lengths(mcq),
-        sources=source_mix(mcq),
-        patch_overlap=patch_overlap(mcq),
+        lengths=tally.lengths(),
+        sources=tally.source_mix(),
+        patch_overlap=tally.patch_overlap(),
         adversarial=adversarial or AdversarialTask(),
-        samples=samples(mcq, seed),
+        samples=_samples(rows, tally.picked(seed, SAMPLES)),
     )
 
 

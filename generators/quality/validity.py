@@ -13,7 +13,7 @@ import random
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -115,6 +115,11 @@ class _Tally:
         return [ordered[j] for j in draw]
 
 
+def _mcq(rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """The rows that show options, in order: what the tally counts and the sample's places index."""
+    return (r for r in rows if r.get("options"))
+
+
 def _tally(rows: Iterable[Mapping[str, Any]]) -> _Tally:
     tally = _Tally()
     for r in rows:
@@ -152,14 +157,14 @@ def _context(row: Mapping[str, Any]) -> str:
 
 def samples(rows: Sequence[Mapping[str, Any]], seed: int, k: int = SAMPLES) -> list[SampleItem]:
     """`k` items drawn by `seed` (the same rows give the same draw), as a reader sees them."""
-    return _samples(rows, _tally(r for r in rows if r.get("options")).picked(seed, k))
+    return _samples(rows, _tally(_mcq(rows)).picked(seed, k))
 
 
 def _samples(rows: Iterable[Mapping[str, Any]], picked: Sequence[int]) -> list[SampleItem]:
     """The rows at the places `picked` (in the order they were drawn), a second pass over the rows
     that keeps only those."""
     wanted = set(picked)
-    found = {place: r for place, r in enumerate(r for r in rows if r.get("options")) if place in wanted}
+    found = {place: r for place, r in enumerate(_mcq(rows)) if place in wanted}
     out = []
     for r in (found[place] for place in picked):
         context = _context(r)
@@ -189,7 +194,7 @@ def task_validity(
     seed: int,
 ) -> TaskValidity:
     """One MCQ task: `entry` is its quality-section entry (baselines, bounds, positions)."""
-    tally = _tally(r for r in rows if r.get("options"))  # the rows are gone through twice, never held
+    tally = _tally(_mcq(rows))  # the rows are gone through twice, never held
     accuracy, bounds = entry.baselines or {}, entry.bounds or {}
     baselines = [
         BaselineBound(name=name, accuracy=acc, bound=bounds[name], passed=acc <= bounds[name] + 1e-12)

@@ -8,10 +8,12 @@ What it does: writes the file in a temp dir from a seeded `random.Random` (row s
 SWE-bench/SWE-smith-trajectories: ~40 KB, 30 messages with text-encoded `<function=...>` calls and
 `OBSERVATION:` results), then runs each measurement in its own child process so that each peak RSS
 is its own: (1) baseline `orjson.loads` per line, (2) `records.iter_records` (decode layer),
-(3) `sniff.read_file` with every discovered reader (decode + sniff + read into `Trajectory`).
+(3) `sniff.read_file` with every discovered reader (decode + sniff + read into `Trajectory`), in
+`--rounds` rounds (each mode once per round): a ratio compares runs of one round, seconds apart,
+and the figure is the median round's (the speed of a shared machine drifts within minutes).
 Prints sizes, times, ratios to the baseline and peak RSS; exits 1 when a peak RSS reaches 1 GB.
 
-Usage: `.venv/bin/python bench/bench_ingest.py [--gb 1.05] [--keep DIR]`.
+Usage: `.venv/bin/python bench/bench_ingest.py [--gb 1.05] [--rounds 3] [--keep DIR]`.
 """
 
 from __future__ import annotations
@@ -163,10 +165,22 @@ def _child(mode: str, path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+MODES = ("orjson", "records", "readers")
+
+
 def main() -> int:
     """Run the benchmark and print its report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gb", type=float, default=1.05, help="size of the generated JSONL in GiB (>= 1)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="measure each mode this many times, interleaved (median)"
+    )
     parser.add_argument("--keep", type=Path, help="write the file here and keep it")
     parser.add_argument("--measure", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
@@ -181,27 +195,33 @@ def main() -> int:
         t0 = time.perf_counter()
         rows, size = generate(path, int(args.gb * GB))
         print(f"generated {path.name}: {rows} rows, {size / GB:.2f} GiB in {time.perf_counter() - t0:.1f} s")
-        results = {mode: _child(mode, path) for mode in ("orjson", "records", "readers")}
-    base = results["orjson"]["seconds"]
-    print(f"{'measure':<34}{'seconds':>9}{'ratio':>8}{'peak RSS':>12}{'records':>10}")
+        # Rounds, each measuring every mode once, one after the other: the speed of a shared machine
+        # drifts by tens of percent within minutes, so each round's ratios compare runs seconds
+        # apart, and the figure is the median round's.
+        rounds = [{mode: _child(mode, path) for mode in MODES} for _ in range(max(1, args.rounds))]
     labels = {
         "orjson": "baseline: orjson.loads per line",
         "records": "records.iter_records (decode)",
         "readers": "read_file: decode+sniff+read",
     }
-    for mode, r in results.items():
+    seconds = {mode: [r[mode]["seconds"] for r in rounds] for mode in MODES}
+    ratios = {mode: [r[mode]["seconds"] / r["orjson"]["seconds"] for r in rounds] for mode in MODES}
+    print(f"{'measure':<34}{'seconds':>9}{'ratio':>8}{'peak RSS':>12}{'records':>10}   ratio per round")
+    for mode in MODES:
+        peak = max(r[mode]["peak_rss"] for r in rounds)
         print(
-            f"{labels[mode]:<34}{r['seconds']:>9.2f}{r['seconds'] / base:>8.2f}{r['peak_rss'] / 2**20:>9.0f} MiB"
-            f"{r['records']:>10}"
+            f"{labels[mode]:<34}{_median(seconds[mode]):>9.2f}{_median(ratios[mode]):>8.2f}"
+            f"{peak / 2**20:>9.0f} MiB{rounds[0][mode]['records']:>10}   "
+            + " ".join(f"{x:.2f}" for x in ratios[mode])
         )
-    worst = max(r["peak_rss"] for r in results.values())
-    ratio = results["readers"]["seconds"] / base
+    worst = max(r[mode]["peak_rss"] for r in rounds for mode in MODES)
+    ratio, decode = _median(ratios["readers"]), _median(ratios["records"])
     print(
         f"peak RSS {worst / 2**20:.0f} MiB for a {size / GB:.2f} GiB input: "
         f"{'OK' if worst < RSS_LIMIT else 'OVER'} (limit {RSS_LIMIT / 2**20:.0f} MiB)"
     )
     print(
-        f"decode ratio {results['records']['seconds'] / base:.2f}, full read ratio {ratio:.2f} "
+        f"decode ratio {decode:.2f}, full read ratio {ratio:.2f}, median of {len(rounds)} rounds "
         f"(goal <= {RATIO_GOAL}: {'met' if ratio <= RATIO_GOAL else 'missed'})"
     )
     if args.json_out:
@@ -210,16 +230,19 @@ def main() -> int:
                 {
                     "input_gib": round(size / GB, 3),
                     "rows": rows,
-                    "baseline_s": round(base, 3),
-                    "decode_ratio": round(results["records"]["seconds"] / base, 3),
+                    "rounds": len(rounds),
+                    "baseline_s": round(_median(seconds["orjson"]), 3),
+                    "decode_ratio": round(decode, 3),
                     "read_ratio": round(ratio, 3),
+                    "read_ratios": [round(x, 3) for x in ratios["readers"]],
                     "read_ratio_goal": RATIO_GOAL,
                     "peak_rss_mib": round(worst / 2**20, 1),
                     "peak_rss_goal_mib": RSS_LIMIT / 2**20,
                 }
             )
         )
-    if results["readers"]["records"] != rows or results["records"]["records"] != rows:
+    read_all = all(r[mode]["records"] == rows for r in rounds for mode in ("records", "readers"))
+    if not read_all:
         print("error: not every row was read", file=sys.stderr)
         return 1
     return 0 if worst < RSS_LIMIT else 1

@@ -1,30 +1,41 @@
 """Adversarial filtering of a build's spilled questions, a block at a time (`filter_questions`).
 
 A task's generated questions are spilled shard by shard (`flows.work.spill`). The filter reads them
-three times and holds one block (at most `adversarial.block_items` questions, with their reserve
-candidates) or one shard at a time:
+twice, then its blocks' outputs once, and holds one block (at most `adversarial.block_items`
+questions, with their reserve candidates) per worker:
 1. the ids of the task's MCQ questions: the blocks are dealt from them as `blocks_of` deals them;
-2. each question goes to its block's file (a completion question, which the filter leaves alone,
-   to the file of its shard), tagged with where it was posed;
-3. each block is filtered (sorted by id, as `adversarial_filter` filters it), its kept questions go
-   to the files of their shards; then each shard's kept questions, in the order they were posed, go
-   to the task's output file (`Filtered`).
+2. each question goes to its block's file, tagged with where it was posed (shard, place); a
+   completion question, which the filter leaves alone, to the task's pass-through file;
+3. each block is filtered by a `filter_block` task (sorted by id, as `adversarial_filter` filters
+   it), which writes the kept questions, in the order they were posed, to a file of its own: on
+   Dask the workers filter blocks side by side and the flow process holds paths, stats and
+   Problems; on threads one block at a time (the scoring already keeps two cores busy, and two
+   blocks' features at once would double the stage's memory for a few percent);
+4. the pass-through file and the blocks' files, each in posed order, are merged into the task's
+   output file (`Filtered`).
 The output is `adversarial_filter`'s over the task's list: the same questions, order, Problems and
 stats.
 """
 
 from __future__ import annotations
 
+import heapq
 from pathlib import Path
 from typing import Any
 
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
+
 from flows import stages, work
 from flows.build_report import Timer
+from flows.build_stages import _gathered, _in_flight, _scenario_class
 from flows.config import BuildConfig
 from flows.finish import Filtered
+from flows.io import atomic_path
 from flows.problem_log import ProblemLog
-from generators.quality.adversarial import filter_task, merge_stats
-from generators.quality.baselines import deal_blocks
+from generators.quality.adversarial import Settings, TaskFilter, filter_task, merge_stats
+from generators.quality.baselines import Bounds, deal_blocks
 from generators.quality.scorers import forget_texts
 from schemas import Question
 from schemas.validity import AdversarialTask
@@ -38,8 +49,8 @@ def filter_questions(config: BuildConfig, posed: list[Any], timer: Timer) -> Fil
     """Adversarial filtering: swap distractors the baselines separate from the gold for reserve candidates.
 
     Before the gates and balancing, so swapped-in candidates are checked like the rest. One task at a
-    time, in task-name order (the filter's own order of tasks), one block at a time (see the module
-    docstring). Each task's questions are written to a file of its own in the order they were posed;
+    time, in task-name order (the filter's own order of tasks), its blocks as `filter_block` tasks
+    (see the module docstring). Each task's questions are written to a file of its own in the order they were posed;
     the files keep the scenario's order of tasks. `posed`: the generate stage's `Spilled` tasks.
     """
     area = work.spill_area()
@@ -72,14 +83,14 @@ def _filter_task(
     af = config.adversarial
     ids: list[str] = []
     reserve = False
-    task = ""
+    task_name = ""
     if af.enabled:
         for ref in refs:
             for q in work.peek(ref):
                 if _mcq(q):
                     ids.append(q.item_id)
                     reserve = reserve or bool(q.reserve)
-                    task = q.task
+                    task_name = q.task
     count = 0
     with work.Appender() as out:
         if not ids or not reserve:  # nothing to filter: the questions pass (disabled: without reserve)
@@ -89,46 +100,79 @@ def _filter_task(
                         target, q if af.enabled or not q.reserve else q.model_copy(update={"reserve": ()})
                     )
                     count += 1
-            return count, ProblemLog(), {task: AdversarialTask(items=len(ids))} if ids else {}
-        kept = {
-            i: work.spill_path(config.out_dir, area, f"af-{target.name}-shard-{i:06d}")
-            for i in range(len(refs))
-        }
-        blocks = _deal(config, area, target.name, refs, ids, kept)
+            return count, ProblemLog(), {task_name: AdversarialTask(items=len(ids))} if ids else {}
+        passing = work.spill_path(config.out_dir, area, f"af-{target.name}-pass")
+        blocks = _deal(config, area, target.name, refs, ids, passing)
+        settings = stages.adversarial_settings(config)
+        bounds = stages.adversarial_bounds(config, task_name)
+        outs = [block.with_name(f"{block.name}-kept") for block in blocks]
+        submit = filter_block.submit if FlowRunContext.get() else _at_once
+        window = 1 if config.limits.task_runner == "threads" else _in_flight(config)
+        futures = (
+            submit(config.scenario, str(block), str(kept), config.seed, settings, bounds)
+            for block, kept in zip(blocks, outs, strict=True)
+        )
         problems = ProblemLog()  # each block's as one byte string
         parts = []
-        settings = stages.adversarial_settings(config)
-        bounds = stages.adversarial_bounds(config, task)
-        for block_file in blocks:  # a block's input goes once its output is made
-            where = {}
-            block = []
-            for shard, pos, q in work.replay(block_file):
-                where[q.item_id] = (shard, pos)
-                block.append(q)
-            block_file.unlink()
-            block.sort(key=lambda q: q.item_id)
-            passed, found, st = filter_task(block, config.seed, settings, bounds)
-            del block
-            forget_texts()  # the next block shows other texts
-            for q in passed:
-                shard, pos = where[q.item_id]
-                out.add(kept[shard], (pos, q))
+        for found, st in _gathered(futures, window):
             problems += found
             parts.append(st)
-        out.close()
-        for path in kept.values():  # each shard's kept questions in the order they were posed
-            for _, q in sorted(work.replay(path), key=lambda entry: entry[0]):
-                out.add(target, q)
-                count += 1
+        # each block's kept questions and the pass-through ones are in the order they were posed:
+        # one merge puts the task's questions back in that order, a question per file held
+        posed = heapq.merge(*(work.replay(path) for path in [passing, *outs]), key=lambda e: (e[0], e[1]))
+        for _, _, q in posed:
+            out.add(target, q)
+            count += 1
+        for path in [passing, *outs]:
             path.unlink(missing_ok=True)
-    return count, problems, {task: merge_stats(parts).report()}
+    return count, problems, {task_name: merge_stats(parts).report()}
+
+
+@task(name="filter-block", cache_policy=NO_CACHE)
+def filter_block(
+    scenario: str, block: str, kept: str, seed: int, settings: Settings, bounds: Bounds
+) -> tuple[ProblemLog, TaskFilter]:
+    """Filter one block (`block`: its spill file of (shard, place, question) entries, read where the
+    task runs) and write the kept questions, as such entries in the order they were posed, to `kept`
+    (atomically: a task redone after a lost worker rewrites it whole); the block's Problems and stats.
+    The block's file goes once its output is written."""
+    _scenario_class(scenario)  # a Dask worker is another process: its discovery registers the TaskSpecs
+    where = {}
+    questions = []
+    for shard, pos, q in work.replay(Path(block)):
+        where[q.item_id] = (shard, pos)
+        questions.append(q)
+    questions.sort(key=lambda q: q.item_id)
+    passed, found, stats = filter_task(questions, seed, settings, bounds)
+    del questions
+    forget_texts()  # the next block shows other texts
+    entries = sorted(((*where[q.item_id], q) for q in passed), key=lambda e: (e[0], e[1]))
+    with atomic_path(kept) as tmp, work.Appender() as out:
+        for entry in entries:
+            out.add(tmp, entry)
+    Path(block).unlink(missing_ok=True)
+    return ProblemLog(found), stats
+
+
+class _Done:
+    """A result already computed, as a future gives it (`filter_questions` outside a flow run)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+def _at_once(*args: Any) -> _Done:
+    return _Done(filter_block.fn(*args))
 
 
 def _deal(
-    config: BuildConfig, area: str, name: str, refs: list[str], ids: list[str], kept: dict[int, Path]
+    config: BuildConfig, area: str, name: str, refs: list[str], ids: list[str], passing: Path
 ) -> list[Path]:
-    """Each question of the shards to its block's file (MCQ) or its shard's kept file (completion),
-    tagged with its place; the block files, in block order."""
+    """Each question of the shards to its block's file (MCQ) or the pass-through file (completion),
+    tagged with its place (shard, position); the block files, in block order."""
     keys = sorted(ids)
     parts = deal_blocks(keys, config.seed, config.adversarial.block_items, salt="af-block")
     block_of = {keys[i]: b for b, part in enumerate(parts) for i in part}
@@ -136,10 +180,7 @@ def _deal(
     with work.Appender() as out:
         for shard, ref in enumerate(refs):
             for pos, q in enumerate(work.take(ref)):
-                if _mcq(q):
-                    out.add(files[block_of[q.item_id]], (shard, pos, q))
-                else:
-                    out.add(kept[shard], (pos, q))
+                out.add(files[block_of[q.item_id]] if _mcq(q) else passing, (shard, pos, q))
     return files
 
 

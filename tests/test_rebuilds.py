@@ -127,12 +127,22 @@ def test_a_new_version_keeps_verdicts_of_unchanged_items_and_reports_the_changel
 
 @pytest.mark.flow
 def test_the_same_build_on_dask_gives_byte_identical_candidates(prefect_harness, tmp_path):
-    threads = load_config(_config_file(tmp_path / "t", SAMPLES))
-    dask = load_config(_config_file(tmp_path / "d", SAMPLES))
-    _run(threads, cache=False)
-    _, _run_id = _run(dask, cache=False, task_runner="dask", dask_workers=2)
+    # blocks of 5 items (below what a config allows, so the samples make several): each task's
+    # adversarial filtering is several `filter-block` tasks, Dask's workers run them side by side
+    def small_blocks(cfg):
+        return cfg.model_copy(update={"adversarial": cfg.adversarial.model_copy(update={"block_items": 5})})
+
+    threads = small_blocks(load_config(_config_file(tmp_path / "t", SAMPLES)))
+    dask = small_blocks(load_config(_config_file(tmp_path / "d", SAMPLES)))
+    report_t, threads_id = _run(threads, cache=False)
+    report_d, dask_id = _run(dask, cache=False, task_runner="dask", dask_workers=2)
     assert _candidates(tmp_path / "d" / "out") == _candidates(tmp_path / "t" / "out")
     assert _candidates(tmp_path / "t" / "out")["plan.parquet"]
+    assert report_d["adversarial"]["tasks"] == report_t["adversarial"]["tasks"]
+    assert sum(t["replaced"] for t in report_t["adversarial"]["tasks"].values()) > 0  # filtering did work
+    for run_id in (threads_id, dask_id):
+        states = _task_states(run_id)["filter-block"]
+        assert len(states) > 2 and set(states) == {"Completed"}
 
 
 def _wait_for(predicate, timeout: float) -> bool:

@@ -9,8 +9,8 @@ questions, with their reserve candidates) per worker:
 3. each block is filtered by a `filter_block` task (sorted by id, as `adversarial_filter` filters
    it), which writes the kept questions, in the order they were posed, to a file of its own: on
    Dask the workers filter blocks side by side and the flow process holds paths, stats and
-   Problems; on threads one block at a time (the scoring already keeps two cores busy, and two
-   blocks' features at once would double the stage's memory for a few percent);
+   Problems; on threads one block at a time (the scoring already keeps more than one core busy:
+   two blocks at once on threads took about a tenth less time, for twice the stage's memory);
 4. the pass-through file and the blocks' files, each in posed order, are merged into the task's
    output file (`Filtered`).
 The output is `adversarial_filter`'s over the task's list: the same questions, order, Problems and
@@ -50,8 +50,9 @@ def filter_questions(config: BuildConfig, posed: list[Any], timer: Timer) -> Fil
 
     Before the gates and balancing, so swapped-in candidates are checked like the rest. One task at a
     time, in task-name order (the filter's own order of tasks), its blocks as `filter_block` tasks
-    (see the module docstring). Each task's questions are written to a file of its own in the order they were posed;
-    the files keep the scenario's order of tasks. `posed`: the generate stage's `Spilled` tasks.
+    (see the module docstring). Each task's questions are written to a file of its own in the order
+    they were posed; the files keep the scenario's order of tasks. `posed`: the generate stage's
+    `Spilled` tasks.
     """
     area = work.spill_area()
     files = {s.task: work.spill_path(config.out_dir, area, f"filtered-{s.task}") for s in posed}
@@ -119,8 +120,8 @@ def _filter_task(
             parts.append(st)
         # each block's kept questions and the pass-through ones are in the order they were posed:
         # one merge puts the task's questions back in that order, a question per file held
-        posed = heapq.merge(*(work.replay(path) for path in [passing, *outs]), key=lambda e: (e[0], e[1]))
-        for _, _, q in posed:
+        in_order = heapq.merge(*(work.replay(path) for path in [passing, *outs]), key=lambda e: (e[0], e[1]))
+        for _, _, q in in_order:
             out.add(target, q)
             count += 1
         for path in [passing, *outs]:

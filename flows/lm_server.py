@@ -263,8 +263,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._body()
             if path == "/v1/completions":
-                self.server.gate.wait()  # the gate of the moment: a request held by `hold()` waits for good
-                with self.server.answering():
+                with self.server.answering():  # past the gate of the moment (held: waits for good)
                     reply = complete(self.server.model, body)
                     self.server.record(body)
             elif path == "/tokenize":
@@ -296,8 +295,16 @@ class _Server(ThreadingHTTPServer):
 
     @contextlib.contextmanager
     def answering(self) -> Iterator[None]:
-        with self._lock:
-            self.busy += 1
+        """Pass the gate of the moment and count the request as being answered in one step, under the
+        lock `set_gate` takes: once `hold()` returns, every request past the old gate is in `busy`
+        (else a request between the gate and the count was answered after a caller saw `busy` at 0)."""
+        while True:
+            with self._lock:
+                gate = self.gate
+                if gate.is_set():
+                    self.busy += 1
+                    break
+            gate.wait()  # a held gate is never set: the request waits for good
         try:
             yield
         finally:
@@ -306,6 +313,10 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away mid-reply is not an error of the server."""
+
+    def set_gate(self, gate: threading.Event) -> None:
+        with self._lock:
+            self.gate = gate
 
     def record(self, body: dict[str, Any]) -> None:
         key = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
@@ -339,8 +350,9 @@ class CompletionsServer:
         return list(self._server.requests)
 
     def hold(self) -> None:
-        """Stop answering completions: requests arriving from now on wait, and are never answered."""
-        self._server.gate = threading.Event()
+        """Stop answering completions: requests arriving from now on wait, and are never answered;
+        those already past the gate are counted in `busy` when this returns."""
+        self._server.set_gate(threading.Event())
 
     @property
     def busy(self) -> int:
@@ -351,7 +363,7 @@ class CompletionsServer:
         """Answer requests arriving from now on (those held stay unanswered, as if their client died)."""
         gate = threading.Event()
         gate.set()
-        self._server.gate = gate
+        self._server.set_gate(gate)
 
     def start(self) -> CompletionsServer:
         """Serve in a daemon thread."""

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 GB = 1024**3
 RSS_LIMIT = GB
@@ -165,12 +166,6 @@ def _child(mode: str, path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 MODES = ("orjson", "records", "readers")
 
 
@@ -210,12 +205,12 @@ def main() -> int:
     for mode in MODES:
         peak = max(r[mode]["peak_rss"] for r in rounds)
         print(
-            f"{labels[mode]:<34}{_median(seconds[mode]):>9.2f}{_median(ratios[mode]):>8.2f}"
+            f"{labels[mode]:<34}{median(seconds[mode]):>9.2f}{median(ratios[mode]):>8.2f}"
             f"{peak / 2**20:>9.0f} MiB{rounds[0][mode]['records']:>10}   "
             + " ".join(f"{x:.2f}" for x in ratios[mode])
         )
     worst = max(r[mode]["peak_rss"] for r in rounds for mode in MODES)
-    ratio, decode = _median(ratios["readers"]), _median(ratios["records"])
+    ratio, decode = median(ratios["readers"]), median(ratios["records"])
     print(
         f"peak RSS {worst / 2**20:.0f} MiB for a {size / GB:.2f} GiB input: "
         f"{'OK' if worst < RSS_LIMIT else 'OVER'} (limit {RSS_LIMIT / 2**20:.0f} MiB)"
@@ -231,7 +226,7 @@ def main() -> int:
                     "input_gib": round(size / GB, 3),
                     "rows": rows,
                     "rounds": len(rounds),
-                    "baseline_s": round(_median(seconds["orjson"]), 3),
+                    "baseline_s": round(median(seconds["orjson"]), 3),
                     "decode_ratio": round(decode, 3),
                     "read_ratio": round(ratio, 3),
                     "read_ratios": [round(x, 3) for x in ratios["readers"]],

@@ -20,6 +20,7 @@ stats.
 from __future__ import annotations
 
 import heapq
+import operator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ from generators.quality.baselines import Bounds, deal_blocks
 from generators.quality.scorers import forget_texts
 from schemas import Question
 from schemas.validity import AdversarialTask
+
+#: The place (shard, position) where an entry's question was posed: the order of a task's output.
+_place = operator.itemgetter(0, 1)
 
 
 def _mcq(q: Question) -> bool:
@@ -107,20 +111,23 @@ def _filter_task(
         settings = stages.adversarial_settings(config)
         bounds = stages.adversarial_bounds(config, task_name)
         outs = [block.with_name(f"{block.name}-kept") for block in blocks]
-        submit = filter_block.submit if FlowRunContext.get() else _at_once
-        window = 1 if config.limits.task_runner == "threads" else _in_flight(config)
-        futures = (
-            submit(config.scenario, str(block), str(kept), config.seed, settings, bounds)
+        calls = [
+            (config.scenario, str(block), str(kept), config.seed, settings, bounds)
             for block, kept in zip(blocks, outs, strict=True)
-        )
+        ]
+        if FlowRunContext.get():
+            window = 1 if config.limits.task_runner == "threads" else _in_flight(config)
+            done = _gathered((filter_block.submit(*call) for call in calls), window)
+        else:  # outside a flow run (unit tests call `filter_questions`): in place, a block at a time
+            done = (filter_block.fn(*call) for call in calls)
         problems = ProblemLog()  # each block's as one byte string
         parts = []
-        for found, st in _gathered(futures, window):
+        for found, st in done:
             problems += found
             parts.append(st)
         # each block's kept questions and the pass-through ones are in the order they were posed:
         # one merge puts the task's questions back in that order, a question per file held
-        in_order = heapq.merge(*(work.replay(path) for path in [passing, *outs]), key=lambda e: (e[0], e[1]))
+        in_order = heapq.merge(*(work.replay(path) for path in [passing, *outs]), key=_place)
         for _, _, q in in_order:
             out.add(target, q)
             count += 1
@@ -147,26 +154,12 @@ def filter_block(
     passed, found, stats = filter_task(questions, seed, settings, bounds)
     del questions
     forget_texts()  # the next block shows other texts
-    entries = sorted(((*where[q.item_id], q) for q in passed), key=lambda e: (e[0], e[1]))
+    entries = sorted(((*where[q.item_id], q) for q in passed), key=_place)
     with atomic_path(kept) as tmp, work.Appender() as out:
         for entry in entries:
             out.add(tmp, entry)
     Path(block).unlink(missing_ok=True)
     return ProblemLog(found), stats
-
-
-class _Done:
-    """A result already computed, as a future gives it (`filter_questions` outside a flow run)."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def result(self) -> Any:
-        return self.value
-
-
-def _at_once(*args: Any) -> _Done:
-    return _Done(filter_block.fn(*args))
 
 
 def _deal(

@@ -9,8 +9,9 @@ questions, with their reserve candidates) per worker:
 3. each block is filtered by a `filter_block` task (sorted by id, as `adversarial_filter` filters
    it), which writes the kept questions, in the order they were posed, to a file of its own: on
    Dask the workers filter blocks side by side and the flow process holds paths, stats and
-   Problems; on threads one block at a time (the scoring already keeps more than one core busy:
-   two blocks at once on threads took about a tenth less time, for twice the stage's memory);
+   Problems; on threads one block at a time (a block's scoring holds the GIL most of the time:
+   four 900-item blocks two at a time on threads took as long as one after the other, 16.4-17.5
+   against 15.3-17.2 s, for twice the stage's memory);
 4. the pass-through file and the blocks' files, each in posed order, are merged into the task's
    output file (`Filtered`).
 The output is `adversarial_filter`'s over the task's list: the same questions, order, Problems and

@@ -20,7 +20,9 @@ from extractors.discovery import discover_readers
 from extractors.ingest.bundles import detect_bundle
 from generators.base import DistractorGenerator, PoolEntry
 from generators.hygiene.secrets import SCANNER_VERSION
+from generators.quality.adversarial import VERSION as FILTER_VERSION
 from schemas import GoldStep, Trajectory, content_id
+from schemas.tasks import find_spec
 
 #: Bump when the shape of cached shard results changes in a way no component version covers.
 #: 2: read shards are cached redacted (with their redaction counts).
@@ -122,6 +124,26 @@ def generate_key(
         n_options,
         [hashlib.sha256(g.model_dump_json().encode("utf-8")).hexdigest() for g in golds],
         pool,
+    )
+
+
+def filter_key(scenario: str, task: str, seed: int, settings: Any, bounds: Any, content: str) -> str:
+    """Key of an adversarial filter block: the filter's version, its settings, the bounds it aims
+    under, the seed, the task's spec (which fields are the context the scorers read), and `content`,
+    the digest of the block's questions with the places they were posed at
+    (`flows.filtering._deal`): the same questions at other places make another output."""
+    spec = find_spec(scenario, task)
+    return content_id(
+        "filter",
+        CACHE_FORMAT,
+        FILTER_VERSION,
+        scenario,
+        task,
+        spec.model_dump(mode="json") if spec is not None else None,
+        seed,
+        list(settings),
+        [bounds.margin, bounds.min_items, bounds.z, dict(sorted(bounds.fixed.items()))],
+        content,
     )
 
 

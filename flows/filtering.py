@@ -16,10 +16,17 @@ questions, with their reserve candidates) per worker:
    output file (`Filtered`).
 The output is `adversarial_filter`'s over the task's list: the same questions, order, Problems and
 stats.
+
+With the shard cache on (`limits.cache`, in a flow run), a block is keyed by its questions, the
+places they were posed at, the seed, the task's spec, the filter's settings and version and the
+bounds (`cache_keys.filter_key`): its kept questions are written to `<out_dir>/.cache/filter-blocks/<key>`
+and its Problems and stats are the task's cached result, so a rebuild whose generated questions
+did not change, or a build restarted after a kill, filters only the blocks not done before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import operator
 from pathlib import Path
@@ -29,9 +36,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext
 
-from flows import stages, work
+from flows import cache_keys, stages, work
 from flows.build_report import Timer
-from flows.build_stages import _gathered, _in_flight, _scenario_class
+from flows.build_stages import _cached, _forget_shard, _gathered, _in_flight, _scenario_class
 from flows.config import BuildConfig
 from flows.finish import Filtered
 from flows.io import atomic_path
@@ -108,22 +115,40 @@ def _filter_task(
                     count += 1
             return count, ProblemLog(), {task_name: AdversarialTask(items=len(ids))} if ids else {}
         passing = work.spill_path(config.out_dir, area, f"af-{target.name}-pass")
-        blocks = _deal(config, area, target.name, refs, ids, passing)
+        in_flow = FlowRunContext.get() is not None
+        cached = in_flow and config.limits.cache  # outside a flow run no result is cached
+        blocks, contents = _deal(config, area, target.name, refs, ids, passing, keyed=cached)
         settings = stages.adversarial_settings(config)
         bounds = stages.adversarial_bounds(config, task_name)
-        outs = [block.with_name(f"{block.name}-kept") for block in blocks]
-        calls = [
-            (config.scenario, str(block), str(kept), config.seed, settings, bounds)
-            for block, kept in zip(blocks, outs, strict=True)
+        keys = [
+            cache_keys.filter_key(config.scenario, task_name, config.seed, settings, bounds, c)
+            if cached
+            else ""
+            for c in contents
         ]
-        if FlowRunContext.get():
+        kept_dir = Path(config.out_dir).resolve() / ".cache" / "filter-blocks"
+        if cached:
+            kept_dir.mkdir(parents=True, exist_ok=True)
+        outs = [
+            kept_dir / key if key else block.with_name(f"{block.name}-kept")
+            for block, key in zip(blocks, keys, strict=True)
+        ]
+        calls = [
+            (config.scenario, str(block), str(kept), config.seed, settings, bounds, key)
+            for block, kept, key in zip(blocks, outs, keys, strict=True)
+        ]
+        if in_flow:
             window = 1 if config.limits.task_runner == "threads" else _in_flight(config)
-            done = _gathered((filter_block.submit(*call) for call in calls), window)
+            block_task = _cached(filter_block, config)
+            done = _gathered((block_task.submit(*call) for call in calls), window)
         else:  # outside a flow run (unit tests call `filter_questions`): in place, a block at a time
             done = (filter_block.fn(*call) for call in calls)
         problems = ProblemLog()  # each block's as one byte string
         parts = []
-        for found, st in done:
+        for call, (found, st) in zip(calls, done, strict=True):
+            if not Path(call[2]).exists():  # a cached result whose kept file is gone: filter it again
+                _forget_shard(config, call[-1])
+                found, st = filter_block.fn(*call)
             problems += found
             parts.append(st)
         # each block's kept questions and the pass-through ones are in the order they were posed:
@@ -132,19 +157,20 @@ def _filter_task(
         for _, _, q in in_order:
             out.add(target, q)
             count += 1
-        for path in [passing, *outs]:
-            path.unlink(missing_ok=True)
+        for path in [passing, *(kept for kept, key in zip(outs, keys, strict=True) if not key)]:
+            path.unlink(missing_ok=True)  # a cached block's kept file stays with its cached result
     return count, problems, {task_name: merge_stats(parts).report()}
 
 
 @task(name="filter-block", cache_policy=NO_CACHE)
 def filter_block(
-    scenario: str, block: str, kept: str, seed: int, settings: Settings, bounds: Bounds
+    scenario: str, block: str, kept: str, seed: int, settings: Settings, bounds: Bounds, cache_key: str = ""
 ) -> tuple[ProblemLog, TaskFilter]:
     """Filter one block (`block`: its spill file of (shard, place, question) entries, read where the
     task runs) and write the kept questions, as such entries in the order they were posed, to `kept`
     (atomically: a task redone after a lost worker rewrites it whole); the block's Problems and stats.
-    The block's file goes once its output is written."""
+    The block's file goes once its output is written. `cache_key` names the result when the shard
+    cache is on (`kept` is then the cache's file of the block)."""
     _scenario_class(scenario)  # a Dask worker is another process: its discovery registers the TaskSpecs
     where = {}
     questions = []
@@ -164,19 +190,33 @@ def filter_block(
 
 
 def _deal(
-    config: BuildConfig, area: str, name: str, refs: list[str], ids: list[str], passing: Path
-) -> list[Path]:
+    config: BuildConfig,
+    area: str,
+    name: str,
+    refs: list[str],
+    ids: list[str],
+    passing: Path,
+    keyed: bool = False,
+) -> tuple[list[Path], list[str]]:
     """Each question of the shards to its block's file (MCQ) or the pass-through file (completion),
-    tagged with its place (shard, position); the block files, in block order."""
+    tagged with its place (shard, position); the block files, in block order, and (`keyed`) each
+    block's content digest: its entries' places and questions' JSON, in the order written."""
     keys = sorted(ids)
     parts = deal_blocks(keys, config.seed, config.adversarial.block_items, salt="af-block")
     block_of = {keys[i]: b for b, part in enumerate(parts) for i in part}
     files = [work.spill_path(config.out_dir, area, f"af-{name}-block-{b:06d}") for b in range(len(parts))]
+    digests = [hashlib.sha256() for _ in parts] if keyed else []
     with work.Appender() as out:
         for shard, ref in enumerate(refs):
             for pos, q in enumerate(work.take(ref)):
-                out.add(files[block_of[q.item_id]] if _mcq(q) else passing, (shard, pos, q))
-    return files
+                if not _mcq(q):
+                    out.add(passing, (shard, pos, q))
+                    continue
+                b = block_of[q.item_id]
+                out.add(files[b], (shard, pos, q))
+                if keyed:
+                    digests[b].update(f"{shard}\x1f{pos}\x1f{q.model_dump_json()}\x00".encode())
+    return files, [d.hexdigest() for d in digests] if keyed else [""] * len(files)
 
 
 __all__ = ["filter_questions"]

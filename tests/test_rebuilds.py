@@ -68,15 +68,22 @@ def test_a_warm_rebuild_takes_every_shard_from_the_cache_and_writes_the_same_can
     edited = cfg.model_copy(update={"description": "same inputs, new words"})
     warm, warm_id = _run(edited)
     states = _task_states(warm_id)
-    for name in ("read-shard", "extract-shard", "generate-shard"):
+    for name in ("read-shard", "extract-shard", "generate-shard", "filter-block"):
         assert states[name] and set(states[name]) == {"Cached"}, (name, states[name])
     assert _candidates(tmp_path / "out") == first
     assert warm["counts"] == cold["counts"] and not warm.get("reused")
+    assert warm["adversarial"]["tasks"] == cold["adversarial"]["tasks"] and cold["adversarial"]["tasks"]
     # nothing changed at all: the last build is reused without running a stage
     again, again_id = _run(edited)
     assert again["reused"] is True and again["counts"] == cold["counts"]
     assert _task_states(again_id) == {}
     assert _candidates(tmp_path / "out") == first
+    # a cached filter block whose kept questions are gone is filtered again, to the same output
+    kept = sorted((tmp_path / "out" / ".cache" / "filter-blocks").iterdir())
+    assert len(kept) == len(states["filter-block"])
+    kept[0].unlink()
+    _run(edited.model_copy(update={"description": "once more"}))
+    assert kept[0].exists() and _candidates(tmp_path / "out") == first
 
 
 @pytest.mark.flow
@@ -203,3 +210,33 @@ def test_a_build_killed_in_any_stage_and_restarted_finishes_with_no_duplicates(
     assert queue.count() == len(rows)
     report = json.loads((out / "report.json").read_text())
     assert report["counts"]["questions"] == len(rows)
+
+
+def test_a_filter_blocks_key_changes_with_everything_that_decides_its_output(monkeypatch):
+    from extractors.discovery import discover_extractors
+    from flows import cache_keys
+    from generators.quality.adversarial import Settings
+    from generators.quality.baselines import Bounds
+
+    discover_extractors()  # the scenarios' TaskSpecs are part of the key
+
+    def key(scenario="swe_issue_fix", task="plan", seed=5, settings=None, bounds=None, content="abc"):
+        return cache_keys.filter_key(
+            scenario, task, seed, settings or Settings(), bounds or Bounds(), content
+        )
+
+    base = key()
+    assert base == key(settings=Settings(), bounds=Bounds())  # a pure function of its parts
+    others = [
+        key(scenario="dr"),
+        key(task="action"),
+        key(seed=6),
+        key(settings=Settings(rounds=2)),
+        key(settings=Settings(max_drop=0.45)),
+        key(bounds=Bounds(margin=0.2)),
+        key(bounds=Bounds(fixed={"longest": 0.5})),
+        key(content="abd"),
+    ]
+    monkeypatch.setattr(cache_keys, "FILTER_VERSION", cache_keys.FILTER_VERSION + 1)
+    others.append(key())
+    assert len({base, *others}) == len(others) + 1

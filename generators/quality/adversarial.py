@@ -79,6 +79,10 @@ from schemas.steps import candidate_source
 from schemas.tasks import find_spec
 from schemas.validity import AdversarialTask
 
+VERSION = 1
+"""The filter's version, its scorers' (`scorers`, `baselines`, `grams`) included: part of a filter
+block's cache key (`flows.cache_keys.filter_key`). Bump it with any change after which the same
+block, seed, settings and bounds would not give the same output."""
 PREFERRED = frozenset({"rule", "same_run", "same_instance"})
 """Candidate sources of the item's own run or instance: preferred when equally hard (`Settings.prefer_within`)."""
 OPTION_ONLY = ("longest", "shortest", "central", "outlier", "no_context")
@@ -925,4 +929,13 @@ def adversarial_filter(
     return out, problems, stats
 
 
-__all__ = ["RULES", "Settings", "TaskFilter", "adversarial_filter", "blocks_of", "filter_task", "merge_stats"]
+__all__ = [
+    "RULES",
+    "VERSION",
+    "Settings",
+    "TaskFilter",
+    "adversarial_filter",
+    "blocks_of",
+    "filter_task",
+    "merge_stats",
+]

@@ -85,6 +85,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
 #: between stages (`release_memory`); the scorers' between blocks too (`scorers.forget_texts`).
 TEXT_CACHES = (
     ("extractors.shell.commands", "_words"),
+    ("extractors.swe_issue_fix.plans", "_entities"),
     ("generators.offline", "_norm"),
     ("generators.text", "normalised_similarity"),
     ("generators.quality.scorers", "step_kinds"),

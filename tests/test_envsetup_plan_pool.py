@@ -354,3 +354,28 @@ def test_dropping_a_package_another_installed_one_requires_is_no_wrong_plan():
     wrong = {next(p for p in plan[1].packages if p not in e.step.packages): e.wrong for e in drops}
     # numpy comes with faiss-gpu: the plan without it still works; einops-exts and faiss-gpu do not
     assert wrong == {"numpy": False, "einops-exts": True, "faiss-gpu": True}, wrong
+
+
+def test_plan_similarity_is_the_standard_librarys_difflib_ratio_of_the_normalised_plans():
+    import difflib
+
+    from extractors.swe_env_setup.plan import _norm, similarity
+
+    rng = random.Random(7)
+    steps = [
+        "Clone the repository",
+        "cd into the repo",
+        "pip install -e .",
+        "pip install -r requirements.txt",
+        "Run pytest tests/",
+        "Delete the virtual env",
+        "conda create -n env python=3.10",
+        "export PYTHONPATH=.",
+        "python setup.py develop",
+        "安装依赖",
+    ]
+    for _ in range(300):
+        a = "\n".join(f"* Step {i + 1}: {s}" for i, s in enumerate(rng.sample(steps, rng.randint(0, 6))))
+        b = "\n".join(f"* Step {i + 1}: {s}" for i, s in enumerate(rng.sample(steps, rng.randint(0, 6))))
+        expected = difflib.SequenceMatcher(None, _norm(a), _norm(b), autojunk=False).ratio()
+        assert similarity(a, b, threshold=0.0) == expected  # threshold 0: the difflib path, always

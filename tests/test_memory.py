@@ -169,11 +169,13 @@ def test_every_large_cache_of_texts_is_emptied_between_stages_and_the_scorers_be
     assert {key for key in large if id(caches[key]) not in listed} == set()
     assert set(TEXT_CACHES) <= large
     from extractors.shell import commands
+    from extractors.swe_issue_fix import plans
     from generators import offline, text
     from generators.quality import scorers
 
     def fill() -> None:
         commands.words("git clone https://x/y && cd y")
+        plans.entities("See `src/app.py` and def main():")
         offline._norm("Run the tests, then commit.")
         text.normalised_similarity("run the tests", "run the test")
         scorers.shape_features("1. clone the repo\n2. run pytest")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from extractors.base import ExtractOptions
 from extractors.swe_issue_fix import SweIssueFix, condense_plan
 from schemas import Action, GoldStep, Outcome, Problem, Source, Step, Trajectory
@@ -239,3 +241,34 @@ def test_wrong_targets_are_of_the_gold_targets_own_type():
         "module",
         "",
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "role"),
+    [
+        ("foo", "class foo:", "class"),  # at the very start: the word boundary before `class`
+        ("foo", "subclass foo", ""),  # `class` inside a word is no class statement
+        ("foo", "x = 1\ndef\tfoo(x):", "function"),
+        ("foo", "redef foo", ""),
+        ("foo", "foo(1)", "function"),  # a call at the very start
+        ("foo", "x.foo(1)", ""),  # a method of something else
+        ("foo", "_foo(1)", ""),
+        ("foo", "import foo", "module"),
+        ("foo", "reimport foo", ""),
+        ("foo", "-m foo", "module"),  # `-m` at the very start
+        ("foo", "python x-m foo", ""),
+        ("foo", "python\n-m foo", "module"),
+        ("foo", "see foo/bar/baz.py", "module"),
+        ("foo", "see ./foo/bar/baz.py", ""),
+        ("foo", "see foo/bar", ""),  # a path's top folder needs a second slash
+        ("foo.bar", "nothing", "module"),
+        ("foo()", "nothing", "function"),
+        ("Foo", "nothing", "class"),
+        ("fo.o", "import foXo", "module"),  # dotted: a module by its shape; the dot is no wildcard
+        ("fo+o", "fo+o(", "function"),  # escaped: a name's characters are matched as written
+    ],
+)
+def test_a_names_role_is_read_from_the_statements_around_it(name, text, role):
+    from extractors.swe_issue_fix.plans import name_role
+
+    assert name_role(name, text) == role

@@ -13,11 +13,11 @@ not the option most similar to the rest. Each option is checked wrong before it 
 
 from __future__ import annotations
 
-import difflib
 import random
 import re
 from typing import NamedTuple
 
+from cydifflib import SequenceMatcher  # the standard library's difflib in C++: the same ratios
 from rapidfuzz import fuzz
 
 from extractors.swe_env_setup.errors import ErrorPair
@@ -154,12 +154,14 @@ def similarity(a: str, b: str, threshold: float = 1.0) -> float:
 
     The Indel (LCS) ratio is never below difflib's and is linear-time, so pairs it already puts
     under `threshold` skip difflib (the value returned is then the Indel ratio, still < threshold).
+    difflib's algorithm runs as `cydifflib` (the same matching blocks and ratio in C++): the
+    standard library's took 63 of the real env-setup build's 83 s, on plans of a few KB.
     """
     na, nb = _norm(a), _norm(b)
     fast = fuzz.ratio(na, nb) / 100.0
     if fast < threshold:
         return fast
-    return difflib.SequenceMatcher(None, na, nb, autojunk=False).ratio()
+    return SequenceMatcher(None, na, nb, autojunk=False).ratio()
 
 
 def plan_distractors(

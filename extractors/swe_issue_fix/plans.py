@@ -28,6 +28,7 @@ import builtins
 import keyword
 import re
 from collections.abc import Collection, Iterator, Sequence
+from functools import lru_cache
 from itertools import zip_longest
 from typing import NamedTuple
 
@@ -238,16 +239,27 @@ def name_role(name: str, text: str) -> str:
     (CamelCase, `class Name`), `function` (`name()`, `def name`, a call `name(`), `module` (dotted,
     imported, run with `python -m`, a path's top folder) or "" (a snake_case name never defined or called)."""
     bare = name.removesuffix("()")
-    if re.search(rf"\bclass\s+{re.escape(bare)}\b", text) or re.match(
-        r"_*[A-Z][a-z]", bare.rsplit(".", 1)[-1]
-    ):
+    esc = re.escape(bare)
+    # Each pattern begins with a literal (the assertions that guard it come after it, looking back
+    # over it): the regex engine then scans a long context for that literal instead of trying a
+    # match at every position (25x faster on the real runs' 22 KB contexts, the same roles).
+    # `(?<![\w.])NAME\(` is `NAME\((?<![\w.]NAME\()`, `\bdef` is `def(?<=\bdef)`, and so on.
+    if re.search(rf"class(?<=\bclass)\s+{esc}\b", text) or re.match(r"_*[A-Z][a-z]", bare.rsplit(".", 1)[-1]):
         return "class"  # a CamelCase call makes an instance: still a class
-    if name.endswith("()") or re.search(
-        rf"(?:\bdef\s+{re.escape(bare)}\b|(?<![\w.]){re.escape(bare)}\()", text
+    if (
+        name.endswith("()")
+        or re.search(rf"def(?<=\bdef)\s+{esc}\b", text)
+        or re.search(rf"{esc}\((?<![\w.]{esc}\()", text)
     ):
         return "function"
-    if "." in bare or re.search(
-        rf"(?:\b(?:import|from)|(?<!\S)-m)\s+{re.escape(bare)}\b|(?<![\w./-]){re.escape(bare)}/[\w.-]+/", text
+    if "." in bare or any(
+        re.search(pattern, text)
+        for pattern in (
+            rf"import(?<=\bimport)\s+{esc}\b",
+            rf"from(?<=\bfrom)\s+{esc}\b",
+            rf"-m(?<!\S-m)\s+{esc}\b",
+            rf"{esc}/(?<![\w./-]{esc}/)[\w.-]+/",
+        )
     ):
         return "module"  # dotted, imported, run with `python -m`, or the top folder of a path
     return ""
@@ -282,6 +294,14 @@ _SCRIPT = re.compile(
 
 def entities(text: str) -> list[str]:
     """Backticked spans, bare file paths and defined names of `text`, in order of appearance."""
+    return list(_entities(text))
+
+
+@lru_cache(maxsize=4096)
+def _entities(text: str) -> tuple[str, ...]:
+    """`entities`, memoised: `rule_plans` reads every earlier text of a run again for each of its
+    plan steps (on the real SWE runs, 54,604 calls on 1,687 distinct texts: 3.4 of the extract
+    stage's 5.7 s). One of `flows.memory.TEXT_CACHES`, emptied between stages."""
     found = [m.group(1) for m in _TICKED.finditer(text)]
     found += [m.group(1) for m in _PATH.finditer(_TICKED.sub(" ", text))]
     found += [m.group(1) for m in _DEF.finditer(text)]
@@ -292,7 +312,7 @@ def entities(text: str) -> list[str]:
         path_ok = kind == "path" and _PATH_OK.match(e) and not e.startswith(("a/", "b/"))  # diff headers
         if name_ok or path_ok or kind == "command":
             out.append(e)
-    return out
+    return tuple(out)
 
 
 def _shape(name: str) -> str:

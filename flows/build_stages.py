@@ -192,6 +192,12 @@ def enqueue_for_review(
     return enqueue_and_summarise(path, questions, batch, tasks, reviews_per_item)
 
 
+def cache_dir(config: BuildConfig, kind: str) -> Path:
+    """`<out_dir>/.cache/<kind>`: where the shard cache keeps one kind of result (`prefect-results`,
+    `filter-blocks`)."""
+    return Path(config.out_dir).resolve() / ".cache" / kind
+
+
 def _cached(t: Any, config: BuildConfig) -> Any:
     """`t` with its result persisted under `<out_dir>/.cache` and keyed by the explicit `cache_key` parameter.
 
@@ -204,7 +210,7 @@ def _cached(t: Any, config: BuildConfig) -> Any:
     return t.with_options(
         cache_policy=CacheKeyFnPolicy(cache_key_fn=_key_from_parameter),
         persist_result=True,
-        result_storage=Path(config.out_dir).resolve() / ".cache" / "prefect-results",
+        result_storage=cache_dir(config, "prefect-results"),
     )
 
 
@@ -221,7 +227,7 @@ def retry_next_run(problem: Problem) -> bool:
 
 def _forget_shard(config: BuildConfig, key: str) -> None:
     """Drop a shard's cached result (its file is named by the cache key), so the next run redoes it."""
-    (Path(config.out_dir).resolve() / ".cache" / "prefect-results" / key).unlink(missing_ok=True)
+    (cache_dir(config, "prefect-results") / key).unlink(missing_ok=True)
 
 
 def _key_from_parameter(_context: Any, parameters: dict[str, Any]) -> str | None:

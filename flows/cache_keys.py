@@ -141,8 +141,8 @@ def filter_key(scenario: str, task: str, seed: int, settings: Any, bounds: Any, 
         task,
         spec.model_dump(mode="json") if spec is not None else None,
         seed,
-        list(settings),
-        [bounds.margin, bounds.min_items, bounds.z, dict(sorted(bounds.fixed.items()))],
+        settings._asdict(),
+        {**bounds._asdict(), "fixed": dict(bounds.fixed)},  # every field, a field added later too
         content,
     )
 

@@ -38,7 +38,7 @@ from prefect.context import FlowRunContext
 
 from flows import cache_keys, stages, work
 from flows.build_report import Timer
-from flows.build_stages import _cached, _forget_shard, _gathered, _in_flight, _scenario_class
+from flows.build_stages import _cached, _forget_shard, _gathered, _in_flight, _scenario_class, cache_dir
 from flows.config import BuildConfig
 from flows.finish import Filtered
 from flows.io import atomic_path
@@ -126,7 +126,7 @@ def _filter_task(
             else ""
             for c in contents
         ]
-        kept_dir = Path(config.out_dir).resolve() / ".cache" / "filter-blocks"
+        kept_dir = cache_dir(config, "filter-blocks")
         if cached:
             kept_dir.mkdir(parents=True, exist_ok=True)
         outs = [

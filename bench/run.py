@@ -79,8 +79,12 @@ def _dask_rows(sd: dict) -> list[tuple[str, str, str, bool | None]]:
         for n, same in (sd.get("dask_identical") or {}).items()
     ]
     if sd.get("dask_flow_rss_ratio"):
-        ratio = f"{sd['dask_flow_rss_ratio']:.2f}"
-        out.append(("build process RSS under Dask, largest / smallest N", ratio, "flat", None))
+        ratio, goal = sd["dask_flow_rss_ratio"], sd.get("dask_flow_rss_goal")
+        row = ("build process RSS under Dask, largest / smallest N", f"{ratio:.2f}")
+        if goal:
+            out.append((*row, f"<= {goal} (flat)", ratio <= goal))
+        else:
+            out.append((*row, "flat", None))
     return out + _size_rows([r for r in sd.get("sizes") or [] if r["runner"] == "dask"])
 
 

@@ -22,10 +22,10 @@ from flows import progress as progress_mod
 from flows.build_report import RunCounts, Sections, Timer, make_report, reusable_report
 from flows.build_stages import (
     Inputs,
-    Kept,
+    KeptRuns,
     Posed,
-    Read,
     Written,
+    audit_candidates,
     chunks,
     clean_outputs,
     enqueue_for_review,
@@ -37,6 +37,7 @@ from flows.build_stages import (
     plan_inputs,
     read_inputs,
     read_shard,
+    report_html,
     resolve_scenario,
     write_outputs,
 )
@@ -45,11 +46,10 @@ from flows.filtering import filter_questions
 from flows.finish import Filtered, Final, finish_questions
 from flows.io import write_json
 from flows.memory import bound_heap, release_memory, survivors_frozen
+from flows.problem_log import ProblemLog
 from flows.progress import Progress
-from flows.report_html import attach_report_artifact, write_build_report
+from flows.report_html import attach_report_artifact
 from generators.hygiene.secrets import Redactor
-from generators.quality.audit import build_quality
-from generators.quality.validity import validity_report
 from schemas.report import BuildReport, DedupReport, ReviewReport
 from schemas.validity import AdversarialReport
 
@@ -76,13 +76,13 @@ def _build(config: BuildConfig) -> BuildReport:
         took = {"check_unchanged": round(time.perf_counter() - timer.started, 4)}
         return _write_report(config, previous.model_copy(update={"reused": True, "timings_s": took}))
     read = read_inputs(config, inputs, timer)
+    # the flow holds references and counts, never the runs: the keep task takes the read shards'
+    # results where it runs and spills the kept runs as extraction's shards, each read where it runs
     kept = keep_runs(config, scenario, read, timer)
-    # memory: from here on the build holds counts of the runs, not the runs: extraction takes them over
-    # (each shard's runs go once it is extracted), then generation the gold steps
-    runs = RunCounts.of(read.trajectories, kept.runs.labelled, kept.runs.kept)
-    read = read._replace(trajectories=[], results=[])
+    del read  # the read shards' results go (on Dask, from the workers' memory)
+    runs = kept.counts
     release_memory()
-    golds, extract_problems = extract_golds(config, scenario, kept.runs, timer)
+    golds, extract_problems = extract_golds(config, scenario, kept, timer)
     runs = runs._replace(gold_steps=golds.total)
     posed = generate_questions(config, scenario, golds, timer)
     del golds
@@ -94,8 +94,9 @@ def _build(config: BuildConfig) -> BuildReport:
         final = finish_questions(config, filtered, redactor, timer)
         release_memory()
         found = (
-            read.problems
-            + kept.runs.problems
+            ProblemLog(inputs.skipped)
+            + kept.read_problems
+            + kept.problems
             + extract_problems
             + posed.problems
             + filtered.problems
@@ -113,11 +114,9 @@ def _build(config: BuildConfig) -> BuildReport:
     finally:
         work.remove_area(config.out_dir, filtered.area)
     release_memory()
-    report = report_of(
-        config, inputs, read, kept, runs, posed, filtered, final, written, review, redactor, timer
-    )
+    report = report_of(config, inputs, kept, runs, posed, filtered, final, written, review, redactor, timer)
     release_memory()
-    write_build_report(config.output_dir(), report, written.rows, runs.steps_per_kept)
+    work.run_task(report_html, str(config.output_dir()), report, written.rows, runs.steps_per_kept)
     attach_report_artifact(report, report.report_html)
     return _write_report(config, report)
 
@@ -125,8 +124,7 @@ def _build(config: BuildConfig) -> BuildReport:
 def report_of(
     config: BuildConfig,
     inputs: Inputs,
-    read: Read,
-    kept: Kept,
+    kept: KeptRuns,
     runs: RunCounts,
     posed: Posed,
     filtered: Filtered,
@@ -137,20 +135,27 @@ def report_of(
     timer: Timer,
 ) -> BuildReport:
     """The build report, from what every stage returned."""
-    quality = build_quality(written.rows, config.quality)
-    release_memory()  # the audit's blocks and the rows it read are gone
+    quality, validity = work.run_task(
+        audit_candidates,
+        written.rows,
+        config.quality,
+        filtered.tasks,
+        config.seed,
+        timer.seconds.get("generate", 0.0),
+        timer.seconds.get("adversarial", 0.0),
+    )
     sections = Sections(
         judge=kept.judge,
         llm=posed.usage,
         secrets=hygiene.secrets_report(
-            read.found + redactor.found,
-            read.redacted,
+            kept.found + redactor.found,
+            kept.redacted,
             final.redacted.redacted,
-            read.runs_redacted,
+            kept.runs_redacted,
             written.redactions,
         ),
         dedup=DedupReport(
-            trajectories=sum(p.reason == "duplicate_trajectory" for p in kept.runs.problems),
+            trajectories=sum(p.reason == "duplicate_trajectory" for p in kept.problems),
             items_exact=final.deduped.exact,
             items_near=final.deduped.near,
         ),
@@ -163,20 +168,13 @@ def report_of(
             generate_seconds=timer.seconds.get("generate", 0.0),
             tasks=filtered.tasks,
         ),
-        validity=validity_report(
-            written.rows,
-            quality,
-            filtered.tasks,
-            config.seed,
-            timer.seconds.get("generate", 0.0),
-            timer.seconds.get("adversarial", 0.0),
-        ),
+        validity=validity,
     )
     return make_report(
         config,
         inputs.files,
         runs,
-        kept.runs.dropped,
+        kept.dropped,
         dict(written.rows.counts),
         written.problems,
         timer,

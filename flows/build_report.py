@@ -48,7 +48,11 @@ class Timer:
         try:
             yield
         finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - start, 4)
+            self.add(name, time.perf_counter() - start)
+
+    def add(self, name: str, seconds: float) -> None:
+        """Count `seconds` to stage `name` (a part timed where a task ran)."""
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + seconds, 4)
 
 
 class Sections(NamedTuple):

@@ -21,32 +21,36 @@ from extractors.base import ExtractOptions, Extractor
 from extractors.discovery import discover_extractors, discover_readers, lookup
 from extractors.ingest.bundles import scan_run_inputs
 from extractors.ingest.records import find_inputs
-from extractors.labels.reports import Reports, load_reports
+from extractors.labels.reports import load_reports
 from flows import cache_keys, hygiene, stages, work
 from flows import progress as progress_mod
-from flows.build_report import Timer
+from flows.build_report import RunCounts, Timer
 from flows.config import BuildConfig, PrivacyConfig, TaskConfig
-from flows.finish import Final
+from flows.finish import Final, FinalQuestions
 from flows.io import clean_stale_temps, write_jsonl, write_parquet_batches
+from flows.memory import release_memory
 from flows.problem_log import ProblemLog
 from flows.progress import Progress
+from flows.report_html import write_build_report
 from flows.review import enqueue_and_summarise
 from generators.base import DistractorGenerator, PoolEntry
 from generators.hygiene.scrub import redact_problems, redact_trajectories
 from generators.hygiene.secrets import Redactor
 from generators.offline import OfflineGenerator
+from generators.quality.audit import QualityRules, build_quality
+from generators.quality.validity import validity_report
 from schemas import (
     GoldStep,
     Problem,
     Question,
     TaskLimits,
     TaskSpec,
-    Trajectory,
     question_row,
     rows_table,
     task_spec,
 )
-from schemas.report import JudgeReport, LLMUsage, ReviewReport
+from schemas.report import BuildReport, JudgeReport, LLMUsage, QualityReport, ReviewReport
+from schemas.validity import AdversarialTask, ValidityReport
 
 T = TypeVar("T")
 
@@ -152,17 +156,90 @@ def read_shard(
     return ScrubbedRead(read, redactor.found, scrubbed.redacted, len(scrubbed.problems))
 
 
+@task(name="keep-runs", cache_policy=NO_CACHE)
+def keep_task(
+    config: BuildConfig, reads: list[ScrubbedRead], options: dict[str, ExtractOptions], area: str
+) -> KeptRuns:
+    """Label every run read and keep the successful ones, then lay the kept runs out as the extract
+    stage's shards: each shard of runs is spilled under `area` and keyed where this task runs.
+
+    `reads` are the read shards' futures: the task runner resolves them where this task runs (on Dask
+    the read results go from the workers that read them to this task's worker), so the flow process
+    never holds a run, only the counts and references this task returns. What the scenario observes
+    of every labelled run is stored here too (`flows.work.store`).
+    """
+    extractor = _scenario_class(config.scenario)  # a Dask worker's first discovery registers the specs
+    results = [r.read for r in reads]
+    verdicts = load_reports(config.report_entries())
+    judge = make_judge(config)
+    try:
+        kept = stages.label_and_keep(
+            [t for r in results for t in r.trajectories],
+            verdicts.found,
+            [v for r in results for v in r.verdicts],
+            extractor.reads,
+            config.keep_unknown,
+            [g for r in results for g in r.golds],
+            judge,
+        )
+        judge_usage = judge.usage_report() if judge is not None else None
+    finally:
+        if judge is not None:
+            judge.close()
+    problems = ProblemLog()
+    for r in results:
+        problems += r.problems
+    problems += verdicts.problems
+    counts = RunCounts.of([t for r in results for t in r.trajectories], kept.labelled, kept.kept)
+    found = sum((r.found for r in reads), Counter())
+    redacted = sum((r.redacted for r in reads), Counter())
+    runs_redacted = sum(r.runs_redacted for r in reads)
+    del results, reads
+    # what the extractor learns from every labelled run, failed ones included (e.g. fixes that failed)
+    observed = stages.observe_runs(extractor, kept.labelled)
+    observed_key = cache_keys.trajectories_key(kept.labelled) if observed is not None else ""
+    observed_ref = work.store(config.out_dir, "observed", observed_key, observed) if observed_key else ""
+    del observed
+    shards = [
+        (
+            work.spill(config.out_dir, area, "runs", i, shard),
+            cache_keys.extract_key(extractor, shard, options, observed_key),
+        )
+        for i, shard in enumerate(chunks(kept.kept, max(1, config.limits.shard_size // 4)))
+    ]
+    return KeptRuns(
+        counts,
+        kept.dropped,
+        problems,
+        ProblemLog(kept.problems),
+        JudgeReport(
+            enabled=bool(config.judge.generator),
+            model=config.judge.model,
+            counts=kept.judged,
+            llm=judge_usage,
+        ),
+        found,
+        redacted,
+        runs_redacted,
+        observed_ref,
+        area,
+        shards,
+    )
+
+
 @task(name="extract-shard", cache_policy=NO_CACHE)
 def extract_shard(
     scenario: str,
-    trajs: list[Trajectory],
+    runs: str,
     tasks: dict[str, ExtractOptions],
     observed: str = "",
     cache_key: str = "",
 ) -> tuple[list[GoldStep], list[Problem]]:
-    """Extract gold steps of every task from one shard of kept trajectories (`observed`: the path of
-    what the scenario observed of every labelled run, `flows.work.store`; "" when it observed nothing)."""
+    """Extract gold steps of every task from one shard of kept trajectories (`runs`: the path the keep
+    task spilled them to, read where this task runs; `observed`: the path of what the scenario observed
+    of every labelled run, `flows.work.store`; "" when it observed nothing)."""
     learnt = work.load(observed) if observed else None
+    trajs = work.peek(runs)  # not taken: a retried task reads it again; the build removes the folder
     return stages.extract_stage(stages.make_extractor(_scenario_class(scenario), learnt), trajs, tasks)
 
 
@@ -177,11 +254,11 @@ def generate_shard(
 ) -> tuple[list[Question], list[Problem]]:
     """Pose one shard of gold steps as questions (with the build's shared generator when given);
     `golds` is the path of the shard's steps (`flows.work.spill`, read where the task runs), `pool`
-    the path of the task's distractor pool (`flows.work.store`)."""
+    the path of the task's distractor pool (`Golds.pools`: lists of entries, `flows.work.load_lists`)."""
     # a Dask worker is another process: its first discovery registers the TaskSpecs there
     _scenario_class(config.scenario)
     steps = work.peek(golds)  # not taken: a retried task reads it again; the build removes the folder
-    return stages.generate_stage(generator or make_generator(config), steps, work.load(pool), n_options)
+    return stages.generate_stage(generator or make_generator(config), steps, work.load_lists(pool), n_options)
 
 
 @task(name="enqueue-for-review", cache_policy=NO_CACHE)
@@ -274,15 +351,6 @@ def _gathered(futures: Iterator[Any], window: int) -> Iterator[Any]:
         yield pending.popleft().result()
 
 
-def _gather(futures: list[Any], label: str, progress: Progress | None) -> list[Any]:
-    results = []
-    for done, fut in enumerate(futures, start=1):
-        results.append(fut.result())
-        if progress:
-            progress(label, done, len(futures))
-    return results
-
-
 class Scenario(NamedTuple):
     """The scenario a build runs: its extractor, the enabled tasks and their specs."""
 
@@ -302,33 +370,44 @@ class Inputs(NamedTuple):
 
 
 class Read(NamedTuple):
-    """Trajectories read and redacted, the verdicts met, the redaction counts and the read stage's Problems."""
+    """The read shards' futures, every one done (each result stays where its task ran until the keep
+    task takes it), and the entries skipped while searching for inputs."""
 
-    trajectories: list[Trajectory]
-    results: list[stages.ReadResult]
-    verdicts: Reports
+    shards: list[Any]
+    skipped: list[Problem]
+
+
+class KeptRuns(NamedTuple):
+    """What the keep task returns: counts of the runs, the Problems met reading and labelling them, what
+    the judge did, the redaction counts of the read stage, and references to the kept runs, spilled as
+    the extract stage's shards (path and cache key each) with what the scenario observed (`observed`)."""
+
+    counts: RunCounts
+    dropped: Counter[str]
+    read_problems: ProblemLog
+    """Problems of the read shards and of the harness reports, in shard order."""
+    problems: ProblemLog
+    """Problems of labelling and keeping (duplicates, unjoined reports, the judge's failures)."""
+    judge: JudgeReport
     found: Counter[str]
     """Secrets found in the runs, by kind."""
     redacted: Counter[str]
     """Secrets redacted from the runs, by kind."""
     runs_redacted: int
-    problems: ProblemLog
-
-
-class Kept(NamedTuple):
-    """The runs labelled and kept, and what the answer judge did."""
-
-    runs: stages.KeepResult
-    judge: JudgeReport
+    observed: str
+    area: str
+    shards: list[tuple[str, str]]
 
 
 class Golds(NamedTuple):
     """The gold steps of every task on disk, one file per task (`work.replay`; in shard order), with
-    each task's distractor pool (`stages.pool_of` of its steps) and the counts."""
+    each task's distractor pool (`stages.pool_of` of its steps) in a file of its own, a list of entries
+    per shard (`pool`; `work.load_lists` where a generate shard runs), and the counts: the flow holds
+    neither steps nor pools."""
 
     area: str
     files: dict[str, Path]
-    pools: dict[str, list[PoolEntry]]
+    pools: dict[str, Path]
     counts: dict[str, int]
     retrievable: dict[str, bool]
 
@@ -339,7 +418,7 @@ class Golds(NamedTuple):
         return cls(
             area,
             {n: work.spill_path(config.out_dir, area, f"golds-{n}") for n in names},
-            {n: [] for n in names},
+            {n: work.spill_path(config.out_dir, area, f"pool-{n}") for n in names},
             {n: 0 for n in names},
             {n: spec.other_runs_as_distractors for n, spec in scenario.specs.items()},
         )
@@ -347,11 +426,19 @@ class Golds(NamedTuple):
     def add(self, out: work.Appender, steps: Iterable[GoldStep]) -> None:
         """One shard's steps, to their tasks' files and pools (steps of a task the scenario does not
         pose are counted, as the steps extracted, and not kept)."""
+        entries: dict[str, list[PoolEntry]] = {}
         for g in steps:
             self.counts[g.task] = self.counts.get(g.task, 0) + 1
             if g.task in self.files:
                 out.add(self.files[g.task], g)
-                self.pools[g.task] += stages.pool_of([g], self.retrievable[g.task])
+                entries.setdefault(g.task, []).extend(stages.pool_of([g], self.retrievable[g.task]))
+        for name, batch in entries.items():
+            out.add(self.pools[name], batch)
+
+    def pool(self, task: str) -> Iterator[PoolEntry]:
+        """The distractor pool of `task`, read from its file an entry at a time."""
+        for batch in work.replay(self.pools[task]):
+            yield from batch
 
     @property
     def total(self) -> int:
@@ -464,99 +551,79 @@ def plan_inputs(config: BuildConfig, scenario: Scenario) -> Inputs:
 
 
 def read_inputs(config: BuildConfig, inputs: Inputs, timer: Timer) -> Read:
-    """Read every shard (each redacted of secrets before it is cached) and load the configured harness reports."""
+    """Read every shard (each redacted of secrets before it is cached) and wait until all are done,
+    without taking their results: the keep task does (`keep_runs`)."""
     with timer.stage("read"):
         reader = _cached(read_shard, config)
         futures = [
             reader.submit(_shard_arg(config, s), config.privacy, k)
             for s, k in zip(inputs.shards, inputs.keys, strict=True)
         ]
-        scrubbed: list[ScrubbedRead] = _gather(futures, "read", progress_mod.current())
-        verdicts = load_reports(config.report_entries())
-    results = [r.read for r in scrubbed]
-    problems = ProblemLog(inputs.skipped)
-    for r in results:
-        problems += r.problems
-    problems += verdicts.problems
-    return Read(
-        [t for r in results for t in r.trajectories],
-        results,
-        verdicts,
-        sum((r.found for r in scrubbed), Counter()),
-        sum((r.redacted for r in scrubbed), Counter()),
-        sum(r.runs_redacted for r in scrubbed),
-        problems,
-    )
+        _wait(config, futures, "read", progress_mod.current())
+    return Read(futures, inputs.skipped)
 
 
-def keep_runs(config: BuildConfig, scenario: Scenario, read: Read, timer: Timer) -> Kept:
-    """Label every run (harness reports tied to their runs, gold answers, the answer judge when on) and
-    keep the successful ones of the scenario's kinds."""
+def _wait(config: BuildConfig, futures: list[Any], label: str, progress: Progress | None) -> None:
+    """Wait for `futures` in order, reporting progress, without bringing their results to this process
+    (Prefect's own `wait` on Dask fetches the result)."""
+    if config.limits.task_runner == "dask":
+        import distributed
+
+        def wait(future: Any) -> None:
+            dask_future = future.wrapped_future
+            with dask_future.client.as_current():  # the task runner's client, not a default one
+                distributed.wait(dask_future)
+    else:
+
+        def wait(future: Any) -> None:
+            future.wait()
+
+    for done, future in enumerate(futures, start=1):
+        wait(future)
+        if progress:
+            progress(label, done, len(futures))
+
+
+def keep_runs(config: BuildConfig, scenario: Scenario, read: Read, timer: Timer) -> KeptRuns:
+    """Label every run (harness reports tied to their runs, gold answers, the answer judge when on),
+    keep the successful ones of the scenario's kinds and spill them as the extract stage's shards: one
+    task (`keep_task`), which takes the read shards' results where it runs."""
+    options = extract_options_of(config, scenario)
     with timer.stage("keep"):
-        judge = make_judge(config)
+        area = work.spill_area()
         try:
-            kept = stages.label_and_keep(
-                read.trajectories,
-                read.verdicts.found,
-                [v for r in read.results for v in r.verdicts],
-                scenario.extractor.reads,
-                config.keep_unknown,
-                [g for r in read.results for g in r.golds],
-                judge,
-            )
-            judge_usage = judge.usage_report() if judge is not None else None
-        finally:
-            if judge is not None:
-                judge.close()
-    return Kept(
-        kept,
-        JudgeReport(
-            enabled=bool(config.judge.generator),
-            model=config.judge.model,
-            counts=kept.judged,
-            llm=judge_usage,
-        ),
-    )
+            kept: KeptRuns = work.run_task(keep_task, config, read.shards, options, area)
+        except BaseException:
+            work.remove_area(config.out_dir, area)
+            raise
+    return kept
+
+
+def extract_options_of(config: BuildConfig, scenario: Scenario) -> dict[str, ExtractOptions]:
+    """The extract options of every enabled task of the scenario."""
+    return {name: extract_options(t, scenario.specs[name], config.seed) for name, t in scenario.tasks.items()}
 
 
 def extract_golds(
-    config: BuildConfig, scenario: Scenario, kept: stages.KeepResult, timer: Timer
+    config: BuildConfig, scenario: Scenario, kept: KeptRuns, timer: Timer
 ) -> tuple[Golds, ProblemLog]:
-    """Extract the gold steps of every task, shard by shard, after the scenario observed every labelled run.
+    """Extract the gold steps of every task, shard by shard, from the kept runs the keep task spilled.
 
-    Takes the runs over: `kept.kept` and `kept.labelled` are emptied once sharded, so each shard's runs
-    are held by that shard only and go once it is extracted (the caller counts them first). Each
-    shard's gold steps go to their task's file as the shard is gathered (`Golds`): the flow keeps the
-    tasks' distractor pools, not the steps.
+    Each shard task gets the path of its runs and reads them where it runs. Each shard's gold steps go
+    to their task's file as the shard is gathered (`Golds`): the flow keeps the tasks' distractor pools,
+    not the steps. The runs' folder goes with the stage.
     """
-    options = {
-        name: extract_options(t, scenario.specs[name], config.seed) for name, t in scenario.tasks.items()
-    }
+    options = extract_options_of(config, scenario)
     with timer.stage("extract"):
-        # what the extractor learns from every labelled run, failed ones included (e.g. fixes that failed)
-        observed = stages.observe_runs(scenario.extractor, kept.labelled)
-        observed_key = cache_keys.trajectories_key(kept.labelled) if observed is not None else ""
-        observed_ref = work.store(config.out_dir, "observed", observed_key, observed) if observed_key else ""
-        del observed  # the shards read it from its file (on Dask, each worker process once)
-        shards = chunks(kept.kept, max(1, config.limits.shard_size // 4))
-        kept.kept.clear()
-        kept.labelled.clear()
         extractor_task = _cached(extract_shard, config)
-        shards.reverse()
 
         def submitted() -> Iterator[Any]:
-            while shards:  # popped as submitted: a submitted shard's task holds its runs, nothing else does
-                shard = shards.pop()
-                key = cache_keys.extract_key(scenario.extractor, shard, options, observed_key)
-                future = extractor_task.submit(
-                    config.scenario, _shard_arg(config, shard), options, observed_ref, key
-                )
-                del shard
-                yield future
+            for ref, key in kept.shards:
+                yield extractor_task.submit(config.scenario, ref, options, kept.observed, key)
 
         golds = Golds.start(config, scenario)
         problems = ProblemLog()  # each shard's as one byte string: its objects go with the shard
-        progress, total = progress_mod.current(), len(shards)
+        progress, total = progress_mod.current(), len(kept.shards)
         try:
             with work.Appender() as out:
                 # in shard order, each result dropped once its steps are on disk
@@ -570,6 +637,7 @@ def extract_golds(
             raise
         finally:
             work.forget()
+            work.remove_area(config.out_dir, kept.area)
     return golds, problems
 
 
@@ -598,10 +666,9 @@ def generate_questions(config: BuildConfig, scenario: Scenario, golds: Golds, ti
 
             def shards() -> Iterator[Any]:
                 for name, spec in scenario.specs.items():
-                    pool = golds.pools.pop(name)
-                    pool_key = cache_keys.pool_key(pool)
-                    pool_ref = work.store(config.out_dir, f"pool-{name}", pool_key, pool)
-                    del pool  # the shards read it from its file (on Dask, each worker process once)
+                    # the shards read the pool from its file (on Dask, each worker process once)
+                    pool_key = cache_keys.pool_key(golds.pool(name))
+                    pool_ref = str(golds.pools[name])
                     for i, shard in enumerate(
                         _batches(work.replay(golds.files[name]), config.limits.shard_size)
                     ):
@@ -662,6 +729,42 @@ def _redacted(problems: ProblemLog, redactor: Redactor) -> ProblemLog:
     return out
 
 
+@task(name="write-candidates", cache_policy=NO_CACHE)
+def write_candidates(scenario: str, task: str, questions: FinalQuestions, path: str) -> int:
+    """Write one task's `candidates/<task>.parquet` from the final questions on disk, a row group at a
+    time, where the task runs (on Dask a worker holds the group's rows and Arrow buffers, not the
+    flow); returns the rows written."""
+    _scenario_class(scenario)  # a Dask worker's first discovery registers the specs the rows follow
+    return write_parquet_batches(
+        Path(path), (rows_table(scenario, task, rows) for rows in _row_batches(questions.of(task)))
+    )
+
+
+@task(name="audit-candidates", cache_policy=NO_CACHE)
+def audit_candidates(
+    rows: CandidateRows,
+    quality: QualityRules,
+    adversarial: dict[str, AdversarialTask],
+    seed: int,
+    generate_seconds: float,
+    adversarial_seconds: float,
+) -> tuple[QualityReport, ValidityReport]:
+    """The report's quality section (gates and baselines of every task) and validity section, from
+    the written candidates, where the task runs: on Dask a worker holds the audit's blocks and the
+    rows it reads, not the flow."""
+    report = build_quality(rows, quality)
+    release_memory()  # the audit's blocks and the rows it read are gone
+    validity = validity_report(rows, report, adversarial, seed, generate_seconds, adversarial_seconds)
+    return report, validity
+
+
+@task(name="report-html", cache_policy=NO_CACHE)
+def report_html(out_dir: str, report: BuildReport, rows: CandidateRows, steps_per_kept: list[int]) -> str:
+    """`report.html` and its charts, drawn from the report and the written candidates where the task
+    runs (on Dask a worker reads the rows and draws); returns the HTML's path."""
+    return str(write_build_report(out_dir, report, rows, steps_per_kept))
+
+
 def write_outputs(
     config: BuildConfig,
     scenario: Scenario,
@@ -674,11 +777,10 @@ def write_outputs(
     out = config.output_dir()
     with timer.stage("write"):
         counts = {}
+        questions = final.questions  # a few paths and the gold positions, not the questions
         for name in scenario.tasks:  # one task's rows at a time, a batch of rows at a time
-            counts[name] = write_parquet_batches(
-                out / "candidates" / f"{name}.parquet",
-                (rows_table(config.scenario, name, rows) for rows in _row_batches(final.questions.of(name))),
-            )
+            path = str(out / "candidates" / f"{name}.parquet")
+            counts[name] = work.run_task(write_candidates, config.scenario, name, questions, path)
         final.questions.counts = counts
         problems = _redacted(ProblemLog(problems), redactor)  # reader errors may quote raw input
         write_jsonl(out / "quarantine.jsonl", (p.model_dump() for p in problems))

@@ -97,8 +97,8 @@ def extract_key(
     )
 
 
-def pool_key(pool: Sequence[PoolEntry]) -> str:
-    """Key of a task's distractor pool."""
+def pool_key(pool: Iterable[PoolEntry]) -> str:
+    """Key of a task's distractor pool (read once, in order)."""
     return _digest(
         f"{e.step_id}\x1f{e.trajectory_id}\x1f{e.group}\x1f{e.text}\x1f{e.retrievable}" for e in pool
     )

@@ -21,6 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+import prefect
+from prefect.cache_policies import NO_CACHE
+
+from extractors.discovery import discover_extractors
 from flows import hygiene, work
 from flows.build_report import Timer
 from flows.config import BuildConfig
@@ -162,39 +166,80 @@ def _redact(config: BuildConfig, filtered: Filtered, redactor: Redactor) -> _Red
     return _Redacted(QuestionScrub([], total, problems), buckets)
 
 
+class _Checked(NamedTuple):
+    """What the dedup-and-check task returns of one task: the file of its questions that passed, the
+    Problems of each stage, the duplicates' counts and the seconds of each stage."""
+
+    path: Path
+    dedup_problems: list[Problem]
+    check_problems: list[Problem]
+    exact: int
+    near: int
+    seconds: dict[str, float]
+
+
+@prefect.task(name="dedup-and-check", cache_policy=NO_CACHE)
+def dedup_and_check_task(
+    out_dir: str, area: str, task: str, buckets: int, threshold: float, num_perm: int
+) -> _Checked:
+    """One task (of `buckets` redacted id buckets) in id order, bucket by bucket: duplicates dropped
+    (against the task's MinHash signatures so far), then the per-item gates; what passes goes to the
+    task's `checked-` file. Where the task runs (on Dask a worker) holds the task's signatures, not the
+    flow."""
+    discover_extractors()  # the gates read each item's context through its task's spec
+    timer = Timer()
+    dedup = TaskDedup(threshold, num_perm)
+    dedup_problems: list[Problem] = []
+    check_problems: list[Problem] = []
+    checked = work.spill_path(out_dir, area, f"checked-{task}")
+    with work.Appender() as out:
+        for b in range(buckets):
+            path = work.spill_path(out_dir, area, f"redacted-{task}-{b:05d}")
+            with timer.stage("dedup"):
+                kept = []
+                for q in sorted(work.replay(path), key=lambda q: q.item_id):
+                    problem = dedup.offer(q)
+                    if problem is None:
+                        kept.append(q)
+                    else:
+                        dedup_problems.append(problem)
+                path.unlink(missing_ok=True)
+            with timer.stage("check"):
+                for q in kept:
+                    found = check_question(q)
+                    check_problems.extend(found)
+                    if not any(p.severity == "error" for p in found):
+                        out.add(checked, q)
+                del kept
+    return _Checked(checked, dedup_problems, check_problems, dedup.exact, dedup.near, timer.seconds)
+
+
 def _dedup_and_check(
     config: BuildConfig, area: str, buckets: dict[str, int], timer: Timer
 ) -> tuple[dict[str, Path], ItemDedup, list[Problem]]:
-    """Each task (in name order) in id order, bucket by bucket: duplicates dropped (against the task's
-    signatures so far), then the per-item gates; what passes goes to the task's `checked-` file."""
+    """Each task (in name order) deduplicated and checked by its own task (`dedup_and_check_task`),
+    one after the other."""
     dedup_problems: list[Problem] = []
     check_problems: list[Problem] = []
     exact = near = 0
     checked: dict[str, Path] = {}
     for task in sorted(buckets):
-        dedup = TaskDedup(config.dedup.near_duplicate_threshold, config.dedup.num_perm)
-        checked[task] = work.spill_path(config.out_dir, area, f"checked-{task}")
-        with work.Appender() as out:
-            for b in range(buckets[task]):
-                path = work.spill_path(config.out_dir, area, f"redacted-{task}-{b:05d}")
-                with timer.stage("dedup"):
-                    kept = []
-                    for q in sorted(work.replay(path), key=lambda q: q.item_id):
-                        problem = dedup.offer(q)
-                        if problem is None:
-                            kept.append(q)
-                        else:
-                            dedup_problems.append(problem)
-                    path.unlink(missing_ok=True)
-                with timer.stage("check"):
-                    for q in kept:
-                        found = check_question(q)
-                        check_problems.extend(found)
-                        if not any(p.severity == "error" for p in found):
-                            out.add(checked[task], q)
-                    del kept
-        exact += dedup.exact
-        near += dedup.near
+        done = work.run_task(
+            dedup_and_check_task,
+            str(config.out_dir),
+            area,
+            task,
+            buckets[task],
+            config.dedup.near_duplicate_threshold,
+            config.dedup.num_perm,
+        )
+        checked[task] = done.path
+        dedup_problems += done.dedup_problems
+        check_problems += done.check_problems
+        exact += done.exact
+        near += done.near
+        for stage, seconds in done.seconds.items():
+            timer.add(stage, seconds)
     return checked, ItemDedup([], dedup_problems, exact, near), check_problems
 
 

@@ -29,8 +29,18 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from prefect.context import FlowRunContext
 
 from flows.io import atomic_path
+
+
+def run_task(t: Any, *args: Any) -> Any:
+    """The result of Prefect task `t` on `args`: submitted to the flow run's task runner (on Dask it
+    runs on a worker, which reads and writes the files its arguments name), or called in place
+    outside a flow run (a stage's function called on its own, as tests do)."""
+    if FlowRunContext.get() is None:
+        return t.fn(*args)
+    return t.submit(*args).result()
 
 
 def work_dir(out_dir: str | Path) -> Path:
@@ -159,16 +169,35 @@ def _load(ref: str, _mtime_ns: int) -> Any:
     return pickle.loads(Path(ref).read_bytes())
 
 
+def load_lists(ref: str) -> list[Any]:
+    """The lists an `Appender` wrote to `ref`, joined into one list (none: an empty list), kept as
+    `load` keeps a value (one object per file and process, so what a consumer derives from it and
+    keys by identity is derived once)."""
+    if not os.path.exists(ref):
+        return []
+    mtime = os.stat(ref).st_mtime_ns
+    with _LOADING:
+        return _load_lists(ref, mtime)
+
+
+@lru_cache(maxsize=4)
+def _load_lists(ref: str, _mtime_ns: int) -> list[Any]:
+    return [value for batch in replay(Path(ref)) for value in batch]
+
+
 def forget() -> None:
     """Drop the values this process holds (the flow calls it once a stage is done)."""
     _load.cache_clear()
+    _load_lists.cache_clear()
 
 
 __all__ = [
     "clean_spills",
     "forget",
     "load",
+    "load_lists",
     "remove_area",
+    "run_task",
     "spill",
     "spill_area",
     "store",

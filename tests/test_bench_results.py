@@ -50,6 +50,8 @@ def _results() -> dict[str, dict]:
                 {**scale_row, "runs": 5000, "runner": "dask", "per_run_ms": 40.0, "peak_rss_mib": 2500.0}
             ],
             "dask_identical": {"5000": False},
+            "dask_flow_rss_ratio": 1.12,
+            "dask_flow_rss_goal": 1.1,
         },
     }
 
@@ -68,6 +70,8 @@ def test_results_json_holds_the_acceptance_figures(tmp_path: Path) -> None:
     assert met["ingest time / orjson parse (same bytes)"] is True
     assert met["peak RSS of the process tree at 20,000 runs"] is True
     assert met["Dask (2 workers) / threads outputs at 5,000 runs"] is False
+    assert met["build process RSS under Dask, largest / smallest N"] is False  # 1.12 against 1.1
+    assert acc["scale_dask_flow_rss_ratio"] == 1.12
     assert acc["scale_dask_identical"] == {"5000": False} and "5000_dask" in acc["scale_by_size"]
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temp file left behind
 

@@ -264,7 +264,8 @@ def test_gold_steps_go_to_their_tasks_files_in_shard_order_with_their_pools(tmp_
     for task in scenario.specs:
         mine = [g for g in golds_in if g.task == task]
         assert list(work.replay(golds.files[task])) == mine
-        assert golds.pools[task] == stages.pool_of(mine, scenario.specs[task].other_runs_as_distractors)
+        pool = stages.pool_of(mine, scenario.specs[task].other_runs_as_distractors)
+        assert list(golds.pool(task)) == pool == work.load_lists(str(golds.pools[task]))
     assert list(_batches(iter(golds_in), 5)) == chunks(golds_in, 5)
     assert list(_batches(iter([]), 5)) == []
 

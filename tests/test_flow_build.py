@@ -75,8 +75,9 @@ def test_bad_inputs_are_quarantined_with_file_and_reason_and_counted(built):
 
 @pytest.mark.flow
 def test_generated_questions_travel_between_stages_as_spilled_shards_read_once(built, tmp_path, monkeypatch):
-    """The generate stage spills each shard's gold steps and questions under `<out_dir>/.work/` (the
-    flow holds the paths); filtering takes them task by task, and the build's spill folders go."""
+    """The keep task spills the kept runs as extraction's shards, and the generate stage each shard's
+    gold steps and questions, under `<out_dir>/.work/` (the flow holds the paths); extraction reads
+    the runs, filtering takes the questions task by task, and the build's spill folders go."""
     from flows import work
 
     spilled: list[str] = []
@@ -91,8 +92,10 @@ def test_generated_questions_travel_between_stages_as_spilled_shards_read_once(b
         app, ["build", str(ROOT / "configs" / "swe_issue_fix.yaml"), "--out", str(tmp_path)]
     )
     assert result.exit_code == 0, result.output
-    # each generate shard's gold steps (read where the shard runs) and the questions it posed
+    # each extract shard's runs and generate shard's gold steps (read where the shard runs) and the
+    # questions it posed
     assert {Path(ref).parent.name for ref in spilled} == {
+        "runs",
         "shards-plan",
         "shards-action",
         "questions-plan",

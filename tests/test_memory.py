@@ -117,7 +117,9 @@ def test_a_bounded_heap_maps_large_blocks_on_their_own_after_a_larger_one_was_fr
     """Unbounded, glibc raises its mmap threshold each time a mapped block is freed, and the next
     3 MiB block comes from the heap (where, freed, it stays resident); bounded, it is mapped on its
     own, and goes back to the OS when freed."""
-    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    # glibc's defaults: any MALLOC_ setting turns its dynamic threshold off (a Dask LocalCluster
+    # started earlier in this process sets MALLOC_TRIM_THRESHOLD_ in its environment for its workers)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     out = subprocess.run(
         [sys.executable, "-c", _MAPPED, mode],
         capture_output=True,

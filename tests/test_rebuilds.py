@@ -17,6 +17,7 @@ import pytest
 from annotations.queue import Queue
 from flows.build import build, task_runner
 from flows.config import load_config
+from schemas import Trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "extractors" / "samples" / "swe_issue_fix"
@@ -133,7 +134,7 @@ def test_a_new_version_keeps_verdicts_of_unchanged_items_and_reports_the_changel
 
 
 @pytest.mark.flow
-def test_the_same_build_on_dask_gives_byte_identical_candidates(prefect_harness, tmp_path):
+def test_the_same_build_on_dask_gives_byte_identical_candidates(prefect_harness, tmp_path, monkeypatch):
     # blocks of 5 items (below what a config allows, so the samples make several): each task's
     # adversarial filtering is several `filter-block` tasks, Dask's workers run them side by side
     def small_blocks(cfg):
@@ -141,15 +142,32 @@ def test_the_same_build_on_dask_gives_byte_identical_candidates(prefect_harness,
 
     threads = small_blocks(load_config(_config_file(tmp_path / "t", SAMPLES)))
     dask = small_blocks(load_config(_config_file(tmp_path / "d", SAMPLES)))
+    # runs unpickled in this process (the flow's): on threads the extract shards read the runs the keep
+    # task spilled here; on Dask every run stays with the workers, the flow holds references
+    unpickled = {"runs": 0}
+    restore = Trajectory.__setstate__
+
+    def counting(self, state):
+        unpickled["runs"] += 1
+        return restore(self, state)
+
+    monkeypatch.setattr(Trajectory, "__setstate__", counting)
     report_t, threads_id = _run(threads, cache=False)
+    on_threads, unpickled["runs"] = unpickled["runs"], 0
     report_d, dask_id = _run(dask, cache=False, task_runner="dask", dask_workers=2)
+    assert on_threads > 0 and unpickled["runs"] == 0
     assert _candidates(tmp_path / "d" / "out") == _candidates(tmp_path / "t" / "out")
     assert _candidates(tmp_path / "t" / "out")["plan.parquet"]
     assert report_d["adversarial"]["tasks"] == report_t["adversarial"]["tasks"]
     assert sum(t["replaced"] for t in report_t["adversarial"]["tasks"].values()) > 0  # filtering did work
     for run_id in (threads_id, dask_id):
-        states = _task_states(run_id)["filter-block"]
+        tasks = _task_states(run_id)
+        states = tasks["filter-block"]
         assert len(states) > 2 and set(states) == {"Completed"}
+        # what needs a whole stage's data runs as a task, where the runner puts it
+        for name in ("keep-runs", "audit-candidates", "report-html"):
+            assert tasks[name] == ["Completed"], name
+        assert tasks["dedup-and-check"] == tasks["write-candidates"] == ["Completed"] * 2
 
 
 def _wait_for(predicate, timeout: float) -> bool:

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from prefect.utilities.annotations import quote
 
-from extractors.discovery import discover_readers
-from flows import build_stages, stages
+from flows import build_stages, work
 from flows.build_report import Timer
 from flows.config import load_config
 
@@ -72,11 +71,11 @@ def test_extract_and_generate_keep_twice_the_workers_shards_in_flight(tmp_path, 
     monkeypatch.setattr(build_stages, "_cached", lambda t, _config: window.task(t))
     scenario = build_stages.resolve_scenario(config)
     inputs = build_stages.plan_inputs(config, scenario)
-    read = stages.read_stage(discover_readers(), [f for shard in inputs.shards for f in shard])
-    kept = stages.label_and_keep(
-        read.trajectories, [], read.verdicts, scenario.extractor.reads, False, read.golds
-    )
-    runs = len(kept.kept)
+    reads = [build_stages.read_shard.fn(shard, config.privacy) for shard in inputs.shards]
+    options = build_stages.extract_options_of(config, scenario)
+    kept = build_stages.keep_task.fn(config, reads, options, work.spill_area())
+    runs = kept.counts.kept
+    assert len(kept.shards) == runs  # the keep task spilled one shard of runs per extract shard
     assert runs > 2 * workers  # one run a shard: more shards than the window
     timer = Timer()
     golds, _ = build_stages.extract_golds(config, scenario, kept, timer)

@@ -170,11 +170,12 @@ def keep_task(
     """
     extractor = _scenario_class(config.scenario)  # a Dask worker's first discovery registers the specs
     results = [r.read for r in reads]
+    trajs = [t for r in results for t in r.trajectories]
     verdicts = load_reports(config.report_entries())
     judge = make_judge(config)
     try:
         kept = stages.label_and_keep(
-            [t for r in results for t in r.trajectories],
+            trajs,
             verdicts.found,
             [v for r in results for v in r.verdicts],
             extractor.reads,
@@ -190,11 +191,11 @@ def keep_task(
     for r in results:
         problems += r.problems
     problems += verdicts.problems
-    counts = RunCounts.of([t for r in results for t in r.trajectories], kept.labelled, kept.kept)
+    counts = RunCounts.of(trajs, kept.labelled, kept.kept)
     found = sum((r.found for r in reads), Counter())
     redacted = sum((r.redacted for r in reads), Counter())
     runs_redacted = sum(r.runs_redacted for r in reads)
-    del results, reads
+    del results, reads, trajs
     # what the extractor learns from every labelled run, failed ones included (e.g. fixes that failed)
     observed = stages.observe_runs(extractor, kept.labelled)
     observed_key = cache_keys.trajectories_key(kept.labelled) if observed is not None else ""
@@ -224,6 +225,7 @@ def keep_task(
         observed_ref,
         area,
         shards,
+        options,
     )
 
 
@@ -369,14 +371,6 @@ class Inputs(NamedTuple):
     skipped: list[Problem]
 
 
-class Read(NamedTuple):
-    """The read shards' futures, every one done (each result stays where its task ran until the keep
-    task takes it), and the entries skipped while searching for inputs."""
-
-    shards: list[Any]
-    skipped: list[Problem]
-
-
 class KeptRuns(NamedTuple):
     """What the keep task returns: counts of the runs, the Problems met reading and labelling them, what
     the judge did, the redaction counts of the read stage, and references to the kept runs, spilled as
@@ -397,6 +391,8 @@ class KeptRuns(NamedTuple):
     observed: str
     area: str
     shards: list[tuple[str, str]]
+    options: dict[str, ExtractOptions]
+    """The extract options the shards' keys were made with (the extract stage uses the same)."""
 
 
 class Golds(NamedTuple):
@@ -550,9 +546,10 @@ def plan_inputs(config: BuildConfig, scenario: Scenario) -> Inputs:
     return Inputs(files, shards, keys, cache_keys.build_key(config, scenario.extractor, keys), skipped)
 
 
-def read_inputs(config: BuildConfig, inputs: Inputs, timer: Timer) -> Read:
+def read_inputs(config: BuildConfig, inputs: Inputs, timer: Timer) -> list[Any]:
     """Read every shard (each redacted of secrets before it is cached) and wait until all are done,
-    without taking their results: the keep task does (`keep_runs`)."""
+    without taking their results; returns the shards' futures (each result stays where its task ran
+    until the keep task takes it, `keep_runs`)."""
     with timer.stage("read"):
         reader = _cached(read_shard, config)
         futures = [
@@ -560,7 +557,7 @@ def read_inputs(config: BuildConfig, inputs: Inputs, timer: Timer) -> Read:
             for s, k in zip(inputs.shards, inputs.keys, strict=True)
         ]
         _wait(config, futures, "read", progress_mod.current())
-    return Read(futures, inputs.skipped)
+    return futures
 
 
 def _wait(config: BuildConfig, futures: list[Any], label: str, progress: Progress | None) -> None:
@@ -584,24 +581,21 @@ def _wait(config: BuildConfig, futures: list[Any], label: str, progress: Progres
             progress(label, done, len(futures))
 
 
-def keep_runs(config: BuildConfig, scenario: Scenario, read: Read, timer: Timer) -> KeptRuns:
+def keep_runs(config: BuildConfig, scenario: Scenario, read: list[Any], timer: Timer) -> KeptRuns:
     """Label every run (harness reports tied to their runs, gold answers, the answer judge when on),
     keep the successful ones of the scenario's kinds and spill them as the extract stage's shards: one
     task (`keep_task`), which takes the read shards' results where it runs."""
-    options = extract_options_of(config, scenario)
+    options = {
+        name: extract_options(t, scenario.specs[name], config.seed) for name, t in scenario.tasks.items()
+    }
     with timer.stage("keep"):
         area = work.spill_area()
         try:
-            kept: KeptRuns = work.run_task(keep_task, config, read.shards, options, area)
+            kept: KeptRuns = work.run_task(keep_task, config, read, options, area)
         except BaseException:
             work.remove_area(config.out_dir, area)
             raise
     return kept
-
-
-def extract_options_of(config: BuildConfig, scenario: Scenario) -> dict[str, ExtractOptions]:
-    """The extract options of every enabled task of the scenario."""
-    return {name: extract_options(t, scenario.specs[name], config.seed) for name, t in scenario.tasks.items()}
 
 
 def extract_golds(
@@ -613,7 +607,7 @@ def extract_golds(
     to their task's file as the shard is gathered (`Golds`): the flow keeps the tasks' distractor pools,
     not the steps. The runs' folder goes with the stage.
     """
-    options = extract_options_of(config, scenario)
+    options = kept.options
     with timer.stage("extract"):
         extractor_task = _cached(extract_shard, config)
 

@@ -72,7 +72,9 @@ def test_extract_and_generate_keep_twice_the_workers_shards_in_flight(tmp_path, 
     scenario = build_stages.resolve_scenario(config)
     inputs = build_stages.plan_inputs(config, scenario)
     reads = [build_stages.read_shard.fn(shard, config.privacy) for shard in inputs.shards]
-    options = build_stages.extract_options_of(config, scenario)
+    options = {
+        n: build_stages.extract_options(t, scenario.specs[n], config.seed) for n, t in scenario.tasks.items()
+    }
     kept = build_stages.keep_task.fn(config, reads, options, work.spill_area())
     runs = kept.counts.kept
     assert len(kept.shards) == runs  # the keep task spilled one shard of runs per extract shard

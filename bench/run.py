@@ -33,7 +33,7 @@ BENCHES = [
     ("centrality", ["bench_centrality.py"]),
     ("offline", ["bench_offline.py"]),
     ("scale", ["bench_scale.py", "--dask-sizes"]),
-    ("scale-dask", ["bench_scale.py", "--sizes", "5000", "--dask-sizes", "1000", "5000"]),
+    ("scale-dask", ["bench_scale.py", "--sizes", "5000", "--dask-sizes", "1000", "5000", "20000"]),
     ("resume", ["bench_resume.py"]),
     ("scale-small", ["bench_scale.py", "--small", "--sizes", "100000", "--dask-sizes"]),
 ]

@@ -6,9 +6,8 @@ by content and component versions. The flow in `flows/build.py` only calls these
 
 from __future__ import annotations
 
-import sys
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, overload
 
@@ -267,7 +266,9 @@ def generate_shard(
 def enqueue_for_review(
     path: str, questions: Iterable[Question], batch: str, tasks: list[str], reviews_per_item: int
 ) -> ReviewReport:
-    """Enqueue the build's questions for human review (verdicts of unchanged items are kept)."""
+    """Enqueue the build's questions for human review (verdicts of unchanged items are kept), where the
+    task runs: on Dask a worker reads the questions and writes the queue (in `out_dir`)."""
+    discover_extractors()  # a Dask worker's first discovery registers the specs the rows follow
     return enqueue_and_summarise(path, questions, batch, tasks, reviews_per_item)
 
 
@@ -330,24 +331,43 @@ def _inputs(config: BuildConfig) -> tuple[list[tuple[str, str | None, str]], lis
     return [(f, r, root) for f, (r, root) in sorted(found.items()) if f not in report_files], skipped
 
 
-def _in_flight(config: BuildConfig) -> int:
+#: A stage's window of shards in flight, or how to count it from its first submitted future.
+Window = int | Callable[[Any], int]
+
+
+def _in_flight(config: BuildConfig) -> Window:
     """How many shards a stage keeps submitted and not yet gathered.
 
     On threads, twice the pool: every worker busy and its next shard queued, while the flow gathers
     in shard order. With every shard submitted at once, the workers ran ahead of the flow (which
     writes each result to disk) and finished shards' gold steps and questions piled up in memory:
-    how many depended on the machine's load. On Dask, every shard (its cluster may have any number
-    of workers)."""
-    return 2 * config.limits.max_workers if config.limits.task_runner == "threads" else sys.maxsize
+    how many depended on the machine's load. On Dask, four per thread of the cluster's workers,
+    counted when the first shard is submitted (`_cluster_threads`; an existing cluster may have
+    any number): every shard submitted at once had the scheduler, which a LocalCluster runs in the
+    flow process, hold every waiting shard's task and parameters, unpickled: at 20,000 runs (about
+    270 extract shards) the flow process's RSS at the end of extraction was 405 MiB, 368 with the
+    window (363 at 1,000 runs); the small-object arenas they took stayed the flow's once freed."""
+    if config.limits.task_runner == "threads":
+        return 2 * config.limits.max_workers
+    return lambda future: 4 * _cluster_threads(future)
 
 
-def _gathered(futures: Iterator[Any], window: int) -> Iterator[Any]:
+def _cluster_threads(future: Any) -> int:
+    """The threads of the Dask cluster a submitted Prefect future runs on (at least 1)."""
+    client = future.wrapped_future.client
+    return max(1, sum(client.nthreads().values()))
+
+
+def _gathered(futures: Iterator[Any], window: Window) -> Iterator[Any]:
     """The results of `futures` in order, with at most `window` of them submitted and not yet
     gathered (`_in_flight`): `futures` submits a shard's task each time it is advanced."""
     pending: deque[Any] = deque()
+    size = window if isinstance(window, int) else None
     for future in futures:
         pending.append(future)
-        if len(pending) >= window:
+        if size is None:
+            size = max(1, window(future))
+        if len(pending) >= size:
             yield pending.popleft().result()
     while pending:
         yield pending.popleft().result()
@@ -724,14 +744,26 @@ def _redacted(problems: ProblemLog, redactor: Redactor) -> ProblemLog:
 
 
 @task(name="write-candidates", cache_policy=NO_CACHE)
-def write_candidates(scenario: str, task: str, questions: FinalQuestions, path: str) -> int:
+def write_candidates(
+    scenario: str, task: str, questions: FinalQuestions, path: str
+) -> tuple[int, list[dict[str, Any]]]:
     """Write one task's `candidates/<task>.parquet` from the final questions on disk, a row group at a
     time, where the task runs (on Dask a worker holds the group's rows and Arrow buffers, not the
-    flow); returns the rows written."""
+    flow); returns the rows written and the task's `redactions.jsonl` rows (`hygiene.redaction_row`:
+    the items that show placeholders, read in the same pass)."""
     _scenario_class(scenario)  # a Dask worker's first discovery registers the specs the rows follow
-    return write_parquet_batches(
-        Path(path), (rows_table(scenario, task, rows) for rows in _row_batches(questions.of(task)))
+    shown: list[dict[str, Any]] = []
+
+    def noting(qs: Iterable[Question]) -> Iterator[Question]:
+        for q in qs:
+            if (row := hygiene.redaction_row(q)) is not None:
+                shown.append(row)
+            yield q
+
+    n = write_parquet_batches(
+        Path(path), (rows_table(scenario, task, rows) for rows in _row_batches(noting(questions.of(task))))
     )
+    return n, shown
 
 
 @task(name="audit-candidates", cache_policy=NO_CACHE)
@@ -772,12 +804,14 @@ def write_outputs(
     with timer.stage("write"):
         counts = {}
         questions = final.questions  # a few paths and the gold positions, not the questions
+        placeholders: list[dict[str, Any]] = []
         for name in scenario.tasks:  # one task's rows at a time, a batch of rows at a time
             path = str(out / "candidates" / f"{name}.parquet")
-            counts[name] = work.run_task(write_candidates, config.scenario, name, questions, path)
+            counts[name], rows = work.run_task(write_candidates, config.scenario, name, questions, path)
+            placeholders += rows
         final.questions.counts = counts
         problems = _redacted(ProblemLog(problems), redactor)  # reader errors may quote raw input
         write_jsonl(out / "quarantine.jsonl", (p.model_dump() for p in problems))
-        shown = hygiene.redaction_rows(final.questions)
+        shown = hygiene.sorted_redaction_rows(placeholders)
         write_jsonl(out / "redactions.jsonl", shown)
     return Written(CandidateRows(out / "candidates", counts), problems, shown)

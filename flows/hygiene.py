@@ -108,13 +108,17 @@ def contamination_stage(
     return ContaminationStage(kept, problems + result.problems, report)
 
 
-def redaction_rows(questions: Iterable[Question]) -> list[dict[str, Any]]:
-    """One row per item that shows placeholders: item id, task and counts per kind (no values)."""
-    rows = []
-    for q in questions:  # read once (the build's are read from disk): the rows are sorted, not the items
-        counts = placeholder_counts(q)
-        if counts:
-            rows.append({"item_id": q.item_id, "task": q.task, "redactions": dict(sorted(counts.items()))})
+def redaction_row(q: Question) -> dict[str, Any] | None:
+    """The row of an item that shows placeholders: item id, task and counts per kind (no values); None
+    when it shows none."""
+    counts = placeholder_counts(q)
+    if not counts:
+        return None
+    return {"item_id": q.item_id, "task": q.task, "redactions": dict(sorted(counts.items()))}
+
+
+def sorted_redaction_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`redactions.jsonl`'s order: by task, then item id."""
     return sorted(rows, key=lambda row: (row["task"], row["item_id"]))
 
 
@@ -208,7 +212,8 @@ __all__ = [
     "load_index",
     "make_redactor",
     "privacy_options",
-    "redaction_rows",
+    "redaction_row",
     "scan_release",
     "secrets_report",
+    "sorted_redaction_rows",
 ]

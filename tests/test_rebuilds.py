@@ -9,13 +9,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from annotations.queue import Queue
-from flows.build import build, task_runner
+from flows import progress
+from flows.build import DASK_LOG_LENGTH, build, task_runner
 from flows.config import load_config
 from schemas import Trajectory
 
@@ -137,8 +139,14 @@ def test_a_new_version_keeps_verdicts_of_unchanged_items_and_reports_the_changel
 def test_the_same_build_on_dask_gives_byte_identical_candidates(prefect_harness, tmp_path, monkeypatch):
     # blocks of 5 items (below what a config allows, so the samples make several): each task's
     # adversarial filtering is several `filter-block` tasks, Dask's workers run them side by side
+    # and shards of 2 steps (extract: of 1 run), so generation has more shards than Dask keeps in flight
     def small_blocks(cfg):
-        return cfg.model_copy(update={"adversarial": cfg.adversarial.model_copy(update={"block_items": 5})})
+        return cfg.model_copy(
+            update={
+                "adversarial": cfg.adversarial.model_copy(update={"block_items": 5}),
+                "limits": cfg.limits.model_copy(update={"shard_size": 2}),
+            }
+        )
 
     threads = small_blocks(load_config(_config_file(tmp_path / "t", SAMPLES)))
     dask = small_blocks(load_config(_config_file(tmp_path / "d", SAMPLES)))
@@ -154,8 +162,26 @@ def test_the_same_build_on_dask_gives_byte_identical_candidates(prefect_harness,
     monkeypatch.setattr(Trajectory, "__setstate__", counting)
     report_t, threads_id = _run(threads, cache=False)
     on_threads, unpickled["runs"] = unpickled["runs"], 0
-    report_d, dask_id = _run(dask, cache=False, task_runner="dask", dask_workers=2)
+    # what the LocalCluster's scheduler, which runs in this process, holds while the stages run
+    held = {"logs": set(), "extract_shard": 0, "generate_shard": 0}
+
+    def watch(label: str, done: int, total: int) -> None:
+        from distributed.scheduler import Scheduler
+
+        for scheduler in list(Scheduler._instances):
+            held["logs"] |= {comm.recent_message_log.maxlen for comm in list(scheduler.stream_comms.values())}
+            waiting = Counter(ts.prefix.name for ts in list(scheduler.tasks.values()))
+            for prefix in ("extract_shard", "generate_shard"):
+                held[prefix] = max(held[prefix], waiting[prefix])
+
+    with progress.reporting(watch):
+        report_d, dask_id = _run(dask, cache=False, task_runner="dask", dask_workers=2)
     assert on_threads > 0 and unpickled["runs"] == 0
+    # Dask's debugging logs of sent messages are bounded (each batch holds the tasks it sent), and a
+    # stage keeps four shards per worker thread in flight, not every shard (the scheduler holds each)
+    assert held["logs"] == {DASK_LOG_LENGTH}
+    assert 0 < held["extract_shard"] <= 8 and 0 < held["generate_shard"] <= 8
+    assert report_t["counts"]["gold_steps"] > 2 * 8 * 2, "fewer generate shards than the window"
     assert _candidates(tmp_path / "d" / "out") == _candidates(tmp_path / "t" / "out")
     assert _candidates(tmp_path / "t" / "out")["plan.parquet"]
     assert report_d["adversarial"]["tasks"] == report_t["adversarial"]["tasks"]
@@ -165,7 +191,7 @@ def test_the_same_build_on_dask_gives_byte_identical_candidates(prefect_harness,
         states = tasks["filter-block"]
         assert len(states) > 2 and set(states) == {"Completed"}
         # what needs a whole stage's data runs as a task, where the runner puts it
-        for name in ("keep-runs", "audit-candidates", "report-html"):
+        for name in ("keep-runs", "audit-candidates", "report-html", "enqueue-for-review"):
             assert tasks[name] == ["Completed"], name
         assert tasks["dedup-and-check"] == tasks["write-candidates"] == ["Completed"] * 2
 

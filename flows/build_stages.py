@@ -354,8 +354,12 @@ def _in_flight(config: BuildConfig) -> Window:
 
 def _cluster_threads(future: Any) -> int:
     """The threads of the Dask cluster a submitted Prefect future runs on (at least 1)."""
-    client = future.wrapped_future.client
-    return max(1, sum(client.nthreads().values()))
+    return max(1, sum(_dask_future(future).client.nthreads().values()))
+
+
+def _dask_future(future: Any) -> Any:
+    """The Dask future a Prefect Dask future wraps (its `client` is the task runner's)."""
+    return future.wrapped_future
 
 
 def _gathered(futures: Iterator[Any], window: Window) -> Iterator[Any]:
@@ -587,7 +591,7 @@ def _wait(config: BuildConfig, futures: list[Any], label: str, progress: Progres
         import distributed
 
         def wait(future: Any) -> None:
-            dask_future = future.wrapped_future
+            dask_future = _dask_future(future)
             with dask_future.client.as_current():  # the task runner's client, not a default one
                 distributed.wait(dask_future)
     else:
@@ -624,8 +628,8 @@ def extract_golds(
     """Extract the gold steps of every task, shard by shard, from the kept runs the keep task spilled.
 
     Each shard task gets the path of its runs and reads them where it runs. Each shard's gold steps go
-    to their task's file as the shard is gathered (`Golds`): the flow keeps the tasks' distractor pools,
-    not the steps. The runs' folder goes with the stage.
+    to their task's file, and its distractor pool entries to their task's pool file, as the shard is
+    gathered (`Golds`): the flow keeps neither. The runs' folder goes with the stage.
     """
     options = kept.options
     with timer.stage("extract"):
@@ -812,6 +816,6 @@ def write_outputs(
         final.questions.counts = counts
         problems = _redacted(ProblemLog(problems), redactor)  # reader errors may quote raw input
         write_jsonl(out / "quarantine.jsonl", (p.model_dump() for p in problems))
-        shown = hygiene.sorted_redaction_rows(placeholders)
+        shown = sorted(placeholders, key=lambda row: (row["task"], row["item_id"]))
         write_jsonl(out / "redactions.jsonl", shown)
     return Written(CandidateRows(out / "candidates", counts), problems, shown)

@@ -117,11 +117,6 @@ def redaction_row(q: Question) -> dict[str, Any] | None:
     return {"item_id": q.item_id, "task": q.task, "redactions": dict(sorted(counts.items()))}
 
 
-def sorted_redaction_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`redactions.jsonl`'s order: by task, then item id."""
-    return sorted(rows, key=lambda row: (row["task"], row["item_id"]))
-
-
 def secrets_report(
     found: Counter[str],
     trajectories: Counter[str],
@@ -215,5 +210,4 @@ __all__ = [
     "redaction_row",
     "scan_release",
     "secrets_report",
-    "sorted_redaction_rows",
 ]

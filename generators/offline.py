@@ -49,7 +49,7 @@ from functools import lru_cache
 from itertools import combinations
 from typing import NamedTuple
 
-from rapidfuzz import fuzz, process
+from rapidfuzz import fuzz
 
 from generators.base import PoolEntry, completion_question, posed
 from generators.quality.baselines import similarity_matrix
@@ -60,6 +60,7 @@ from generators.text import (
     normalise,
     normalised_similarity,
     option_key,
+    ratio_matrix,
     tokens,
 )
 from schemas import Candidate, Distractor, GoldStep, Problem, Question, content_id
@@ -397,7 +398,7 @@ class OfflineGenerator:
         window = own[: self.own_window]
         texts = [step.gold, *(c.text for c in window)]
         # centrality at both the token and the character level: a patch's medoid shows at the latter
-        chars = process.cdist(texts, texts, scorer=fuzz.ratio, workers=1)
+        chars = ratio_matrix(texts)
         levels = [similarity_matrix(texts), [[float(x) / 100.0 for x in row] for row in chars]]
         target_longer, target_central = self._targets(step, plan, need)
         target_closer = self._closer_target(step, plan, need)

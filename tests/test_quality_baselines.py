@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rapidfuzz import fuzz, process
 
 from generators.quality.audit import (
     AuditRow,
@@ -24,7 +28,22 @@ from generators.quality.baselines import (
     position_test,
     task_baselines,
 )
+from generators.text import RATIO_LOOP_UP_TO, ratio_matrix
 from schemas import Problem
+
+_TEXTS = st.lists(st.text(alphabet="ab c<>", max_size=12), max_size=RATIO_LOOP_UP_TO + 3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_TEXTS, st.booleans())
+def test_the_pairwise_ratios_are_cdists_value_for_value(texts, as_tokens):
+    """`ratio_matrix` scores small sets pair by pair (holding the GIL) and large ones with `cdist`:
+    either way the float32 matrix `cdist` gives, empty texts and the diagonal included."""
+    items = [t.split() for t in texts] if as_tokens else texts
+    got = ratio_matrix(items)
+    want = process.cdist(items, items, scorer=fuzz.ratio, workers=1)
+    assert got.dtype == want.dtype == np.float32 and got.shape == (len(items), len(items))
+    assert np.array_equal(got, want)
 
 
 def test_ties_give_fractional_credit_so_a_rule_never_wins_by_position():

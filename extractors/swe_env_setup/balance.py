@@ -14,7 +14,8 @@ import random
 import re
 from collections.abc import Sequence
 
-from rapidfuzz import fuzz, process
+import numpy as np
+from rapidfuzz import fuzz
 
 _TOKEN = re.compile(r"[a-z0-9_]+|[\u3400-\u9fff\uf900-\ufaff]")
 
@@ -42,7 +43,9 @@ def balanced_head(
         return cands
     pool = cands[:window]
     texts = [_tokens(t) for t in [gold, *pool]]
-    sims = process.cdist(texts, texts, scorer=fuzz.ratio, workers=1)
+    # pair by pair rather than `process.cdist`, which lets go of the GIL: on a build's threads getting
+    # it back costs milliseconds (generators.text.ratio_matrix); float32 values, as cdist's
+    sims = np.array([[fuzz.ratio(a, b) for b in texts] for a in texts], dtype=np.float32)
     want_len, want_central = rng.randint(0, need), rng.randint(0, need)
     best: tuple[float, list[int]] | None = None
     for _ in range(tries):

@@ -39,10 +39,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
-from rapidfuzz import fuzz, process
-
 from generators.quality.scorers import SUITE, Item, SuiteFeatures, TaskGrams, forget_texts, suite_scores
-from generators.text import normalise
+from generators.text import normalise, ratio_matrix
 from schemas import LETTERS, content_id
 
 OPTION_RULES = ("longest", "shortest", "central", "outlier", "position", "no_context")
@@ -143,7 +141,7 @@ def similarity_matrix(options: Sequence[str]) -> list[list[float]]:
 
 def token_similarity(texts: Sequence[Sequence[str]]) -> list[list[float]]:
     """`similarity_matrix` of texts already split by `option_tokens`."""
-    matrix = process.cdist(texts, texts, scorer=fuzz.ratio, workers=1)
+    matrix = ratio_matrix(texts)
     return [[float(x) / 100.0 for x in row] for row in matrix]
 
 

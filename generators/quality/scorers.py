@@ -47,13 +47,13 @@ from functools import lru_cache
 from typing import NamedTuple, TypeVar
 
 import numpy as np
-from rapidfuzz import fuzz, process
 from scipy import sparse
 from sklearn import config_context
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import SGDClassifier
 
 from generators.quality import grams
+from generators.text import ratio_matrix
 from schemas import content_id
 
 TAIL_CHARS = 2000
@@ -233,8 +233,7 @@ def lexical_scores(items: Sequence[Item], counted: TaskGrams | None = None) -> d
 
 def char_similarity(texts: Sequence[str]) -> np.ndarray:
     """(d): pairwise character-level Indel similarity in [0, 1] of raw texts."""
-    texts = list(texts)  # one list as queries and choices: rapidfuzz then scores each pair once
-    return process.cdist(texts, texts, scorer=fuzz.ratio, workers=1).astype(np.float64) / 100.0
+    return ratio_matrix(list(texts)).astype(np.float64) / 100.0
 
 
 def mean_to_others(sims: np.ndarray, shown: Sequence[int]) -> list[float]:

@@ -52,7 +52,7 @@ from typing import NamedTuple
 from rapidfuzz import fuzz
 
 from generators.base import PoolEntry, completion_question, posed
-from generators.quality.baselines import similarity_matrix
+from generators.quality.baselines import option_tokens, similarity_matrix, token_similarity
 from generators.quality.gates import context_text
 from generators.text import (
     jaccard,
@@ -152,6 +152,7 @@ class PoolIndex:
 
         self.pool = pool
         self.tokens = [tokens(e.text) for e in pool]
+        self.lengths = [len(e.text) for e in pool]
         self.plan = rank_plan(pool, need, seed)
         self.exact_below = exact_below
         self.retrievable = any(e.retrievable for e in pool)
@@ -229,6 +230,14 @@ class PoolIndex:
 
 #: Candidate texts are compared many times while one item is filled: normalise each once.
 _norm = lru_cache(maxsize=8192)(normalise)
+
+
+@lru_cache(maxsize=8192)
+def _option_tokens(text: str) -> tuple[str, ...]:
+    """`option_tokens` of a text, once: each draw of an item measures the centrality of the gold and
+    of candidates the other draws measured too."""
+    return tuple(option_tokens(text))
+
 
 _INDEXES: dict[tuple[str, int, int, int], PoolIndex] = {}
 _INDEX_LOCK = threading.Lock()
@@ -353,11 +362,12 @@ class OfflineGenerator:
             yield posed(step, picked, prov, reserve)
 
     def _order(
-        self, ranked: list[int], pool: Sequence[PoolEntry], size: int, rng: random.Random, lead: bool
+        self, ranked: list[int], lengths: Sequence[int], size: int, rng: random.Random, lead: bool
     ) -> list[int]:
         """Candidates within 3x of the gold's length first; in each group the `spread` most similar
         in a seeded shuffle (after the single most similar when `lead`), then the rest by similarity."""
-        near = [i for i in ranked if size / 3 <= len(pool[i].text) <= 3 * max(size, 1)]
+        low, high = size / 3, 3 * max(size, 1)
+        near = [i for i in ranked if low <= lengths[i] <= high]
         chosen = set(near)
         out: list[int] = []
         for group in (near, [i for i in ranked if i not in chosen]):
@@ -446,8 +456,9 @@ class OfflineGenerator:
         reserve: list[Distractor] = []
         texts = [step.gold, *(d.text for d in picked)]
         chosen_texts = set(texts)
+        # (text, origin) pairs: a Distractor is made only for the few the reserve takes
         pooled = [
-            Distractor(text=pool[i].text, origin=f"other_run:{pool[i].step_id}")
+            (pool[i].text, f"other_run:{pool[i].step_id}")
             for i in retrieved
             if pool[i].text not in chosen_texts
         ]
@@ -456,19 +467,19 @@ class OfflineGenerator:
                 d.origin.startswith("other_run:") and d.origin != "other_run:redundant_step" for d in picked
             )
             pooled = pooled[: max(0, cap - shown)]
-        for d in [*rest, *pooled]:
+        for text, origin in [*((d.text, d.origin) for d in rest), *pooled]:
             if len(reserve) >= need * self.reserve_factor:
                 break
-            if self._acceptable(d.text, texts):
-                texts.append(d.text)
-                reserve.append(d)
+            if self._acceptable(text, texts):
+                texts.append(text)
+                reserve.append(Distractor(text=text, origin=origin))
         return picked, reserve
 
     def _from_pool(
         self, step: GoldStep, index: PoolIndex, ranked: list[int], picked: list[Distractor], need: int
     ) -> list[Distractor]:
         """Fill `picked` up to `need` from the retrieved `ranked` entries, length and centrality ranks planned."""
-        pool, pool_tokens = index.pool, index.tokens
+        pool, pool_tokens, lengths = index.pool, index.tokens, index.lengths
         taken = [step.gold, *(d.text for d in picked)]
         size = len(step.gold)
         # Option-only rules must stay at chance: how many options are longer than the gold, and how
@@ -491,16 +502,16 @@ class OfflineGenerator:
                 base = sorted(
                     head, key=lambda i: (-jaccard(pool_tokens[anchor], pool_tokens[i]), pool[i].step_id)
                 )
-            longer = [i for i in base if len(pool[i].text) > size]
-            shorter = [i for i in base if len(pool[i].text) <= size]
+            longer = [i for i in base if lengths[i] > size]
+            shorter = [i for i in base if lengths[i] <= size]
             sides = [
-                (self._order(longer, pool, size, trial, attempt % 2 == 0), n_longer),
-                (self._order(shorter, pool, size, trial, attempt % 2 == 0), need - len(picked) - n_longer),
+                (self._order(longer, lengths, size, trial, attempt % 2 == 0), n_longer),
+                (self._order(shorter, lengths, size, trial, attempt % 2 == 0), need - len(picked) - n_longer),
             ]
             chosen = self._fill(pool, list(picked), list(taken), need, sides)
             if len(chosen) < need:
                 return chosen
-            sims = similarity_matrix([step.gold, *(d.text for d in chosen)])
+            sims = token_similarity([_option_tokens(step.gold), *(_option_tokens(d.text) for d in chosen)])
             central = [(sum(row) - row[i]) / need for i, row in enumerate(sims)]
             miss = abs(sum(c > central[0] for c in central[1:]) - central_rank)
             if best_miss is None or miss < best_miss:

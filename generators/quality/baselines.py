@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from generators.quality.scorers import SUITE, Item, SuiteFeatures, TaskGrams, forget_texts, suite_scores
 from generators.text import normalise, ratio_matrix
 from schemas import LETTERS, content_id
@@ -141,8 +143,7 @@ def similarity_matrix(options: Sequence[str]) -> list[list[float]]:
 
 def token_similarity(texts: Sequence[Sequence[str]]) -> list[list[float]]:
     """`similarity_matrix` of texts already split by `option_tokens`."""
-    matrix = ratio_matrix(texts)
-    return [[float(x) / 100.0 for x in row] for row in matrix]
+    return (ratio_matrix(texts).astype(np.float64) / 100.0).tolist()  # each value as float(x) / 100.0
 
 
 def centrality(options: Sequence[str]) -> list[float]:

@@ -740,10 +740,12 @@ def _row_batches(questions: Iterable[Question], size: int = ROW_GROUP) -> Iterat
 
 def _redacted(problems: ProblemLog, redactor: Redactor) -> ProblemLog:
     """`redact_problems` of every Problem, learnt all together and redacted a batch at a time."""
-    redactor.learn(text for p in problems for text in (p.where, p.detail))
+    found = redactor.learn_groups((p.where, p.detail) for p in problems)  # a bool per Problem
     out = ProblemLog()
+    at = 0
     for batch in problems.batches():
-        out += redact_problems(batch, redactor)
+        out += redact_problems(batch, redactor, found[at : at + len(batch)])
+        at += len(batch)
     return out
 
 

@@ -30,7 +30,7 @@ from flows.build_report import Timer
 from flows.config import BuildConfig
 from flows.problem_log import ProblemLog
 from generators.hygiene.dedup import ItemDedup, TaskDedup
-from generators.hygiene.scrub import QuestionScrub, question_texts, redact_question
+from generators.hygiene.scrub import QuestionScrub, redact_question, redacted_texts
 from generators.hygiene.secrets import Redactor
 from generators.quality.balance import Slot, place, positions_for, slot_of
 from generators.quality.gates import check_question
@@ -96,9 +96,11 @@ class Final(NamedTuple):
     problems: list[Problem]
 
 
-def _learn(redactor: Redactor, batch: list[Question]) -> None:
-    redactor.learn(text for q in batch for text in question_texts(q))
-    redactor.release()  # the batch's texts go; their digests and the values learnt stay
+def _learn(redactor: Redactor, batch: list[Question], clean: bytearray) -> None:
+    """Learn the batch's texts; a byte per question in `clean`, 1 when none of its texts had findings."""
+    found = redactor.learn_groups(redacted_texts(q) for q in batch)
+    clean.extend(not f for f in found)
+    redactor.release()  # the batch's texts go; the digests of those with findings and the values stay
     batch.clear()
 
 
@@ -138,15 +140,19 @@ def _redact(config: BuildConfig, filtered: Filtered, redactor: Redactor) -> _Red
     """Learn over every question's texts, then redact each into its task's id bucket."""
     hex_ids: dict[str, bool] = {}
     batch: list[Question] = []
+    # a byte per question in replay order: the redact pass below reads the same files in that order,
+    # and a question none of whose texts had findings is not scanned again (only known values)
+    clean = bytearray()
     for task, path in filtered.files.items():
         ok = True
         for q in work.replay(path):
             ok = ok and len(q.item_id) >= 8 and _HEX.issuperset(q.item_id[:8])
             batch.append(q)
             if len(batch) >= LEARN_BATCH:
-                _learn(redactor, batch)
+                _learn(redactor, batch, clean)
         hex_ids[task] = ok
-    _learn(redactor, batch)
+    _learn(redactor, batch, clean)
+    seq = 0
     total: Counter[str] = Counter()
     problems: list[Problem] = []
     buckets: dict[str, int] = {}
@@ -154,7 +160,8 @@ def _redact(config: BuildConfig, filtered: Filtered, redactor: Redactor) -> _Red
         for task, path in filtered.files.items():
             n = buckets[task] = _buckets(filtered.counts[task], hex_ids[task])
             for q in work.replay(path):
-                red, counts, problem = redact_question(q, redactor)
+                red, counts, problem = redact_question(q, redactor, scanned=bool(clean[seq]))
+                seq += 1
                 if red is None:
                     assert problem is not None
                     problems.append(problem)

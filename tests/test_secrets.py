@@ -27,7 +27,14 @@ from hygiene_inputs import (
 
 from flows.config import load_config
 from flows.hygiene import assert_release_clean, scan_release
-from generators.hygiene.scrub import redact_problems, redact_questions
+from generators.hygiene import secrets as secrets_mod
+from generators.hygiene.scrub import (
+    _QUESTION_KEEP,
+    redact_problems,
+    redact_question,
+    redact_questions,
+    redacted_texts,
+)
 from generators.hygiene.secrets import (
     PrivacyOptions,
     Redactor,
@@ -37,8 +44,9 @@ from generators.hygiene.secrets import (
     assert_clean,
     placeholder,
     scan_rows,
+    strings_of,
 )
-from schemas import Problem, Provenance, Question
+from schemas import Distractor, Problem, Provenance, Question
 
 
 def _redact(text: str, options: PrivacyOptions | None = None) -> str:
@@ -134,6 +142,73 @@ def test_a_released_redactor_keeps_its_values_and_counts_but_not_the_texts():
     assert redactor._spans == {} and redactor.scanner._ds_cache == {}  # no scanned text is held
     assert redactor.redact(f"mysql --pass {pw}").text == "mysql --pass <REDACTED:password>"
     assert dict(redactor.found) == found  # the counts of what was found before stay
+
+
+def test_a_redactor_remembers_a_bounded_number_of_clean_texts_and_counts_each_finding_once(monkeypatch):
+    """A build meets millions of texts: the digests of those without findings are kept for the last
+    CLEAN_MEMORY to twice as many (scanning one again finds nothing again), those with findings all
+    (each counts once however often it is learnt)."""
+    monkeypatch.setattr(secrets_mod, "CLEAN_MEMORY", 8)
+    pw = FAKE_SECRETS["password"]
+    redactor = Redactor()
+    clean = [f"an ordinary line of build output number {i}" for i in range(50)]
+    redactor.learn([*clean, f"DB_PASSWORD={pw}"])
+    assert len(redactor._clean) + len(redactor._clean_old) <= 16
+    found = dict(redactor.found)
+    assert found
+    for _ in range(2):  # learnt again after a release, the clean texts evicted and rescanned
+        redactor.release()
+        redactor.learn([f"DB_PASSWORD={pw}", *clean])
+        assert dict(redactor.found) == found
+    assert [redactor.redact(t).text for t in clean] == clean
+
+
+def test_learning_groups_tells_which_groups_hold_a_finding_even_one_learnt_before_a_release():
+    pw = FAKE_SECRETS["password"]
+    redactor = Redactor()
+    assert redactor.learn_groups([["plain words here"], [f"DB_PASSWORD={pw}", "more plain words"]]) == [
+        False,
+        True,
+    ]
+    redactor.release()
+    assert redactor.learn_groups([["other plain words"], ["", f"DB_PASSWORD={pw}"]]) == [False, True]
+
+
+def _full_question(text: str) -> Question:
+    return Question(
+        item_id="q",
+        scenario="swe_issue_fix",
+        task="plan",
+        form="mcq",
+        trajectory_id="t",
+        step_index=1,
+        fields={"trajs": text, "nested": {"list": ["a", ("b", text)]}},
+        gold="gold",
+        options=("gold", "d1"),
+        gold_index=0,
+        distractors=(Distractor(text="d1", origin="other_run:x"),),
+        reserve=(Distractor(text="r1", origin="rule:y"),),
+        provenance=Provenance(source_file="f", source_format="x", extractor="swe_issue_fix"),
+    )
+
+
+def test_the_texts_learnt_of_a_question_are_every_string_its_redaction_reads():
+    q = _full_question("context")
+    dumped = {k: v for k, v in q.model_dump().items() if k not in _QUESTION_KEEP}
+    assert sorted(redacted_texts(q)) == sorted(strings_of(dumped))
+
+
+def test_a_question_learnt_clean_is_redacted_for_known_values_only():
+    pw = FAKE_SECRETS["password"]
+    redactor = Redactor()
+    plain = _full_question("the context says nothing secret")
+    assert redactor.learn_groups([redacted_texts(plain)]) == [False]
+    same, counts, _ = redact_question(plain, redactor, scanned=True)
+    assert same is plain and not counts  # no value learnt: nothing to look for
+    redactor.learn([f"DB_PASSWORD={pw}"])
+    quoting = _full_question(f"mysql -h db --pass {pw}")
+    red, counts, _ = redact_question(quoting, redactor, scanned=True)
+    assert red.fields["trajs"] == "mysql -h db --pass <REDACTED:password>" and counts["password"] == 2
 
 
 def test_a_weak_password_is_redacted_where_assigned_but_not_in_every_command():

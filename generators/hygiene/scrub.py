@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from generators.hygiene.secrets import PLACEHOLDER, Redactor, strings_of
@@ -51,12 +51,25 @@ def question_texts(q: Question) -> Iterator[str]:
         yield d.text
 
 
-def _redact_model(model: Any, keep: frozenset[str], redactor: Redactor) -> tuple[Any, Counter[str]]:
+def redacted_texts(q: Question) -> Iterator[str]:
+    """Every string `redact_question` redacts: the shown texts (`question_texts`), the distractors'
+    origins and the reserve's texts and origins."""
+    yield from question_texts(q)
+    for d in q.distractors:
+        yield d.origin
+    for d in q.reserve:
+        yield d.text
+        yield d.origin
+
+
+def _redact_model(
+    model: Any, keep: frozenset[str], redactor: Redactor, scanned: bool = False
+) -> tuple[Any, Counter[str]]:
     counts: Counter[str] = Counter()
     data = model.model_dump()
     for key, value in data.items():
         if key not in keep:
-            data[key] = redactor.redact_value(value, counts)
+            data[key] = redactor.redact_value(value, counts, scanned)
     if not counts:
         return model, counts
     return type(model).model_validate(data), counts
@@ -118,10 +131,16 @@ def _json_broken(before: Question, after: Question) -> str | None:
     return None
 
 
-def redact_question(q: Question, redactor: Redactor) -> tuple[Question | None, Counter[str], Problem | None]:
+def redact_question(
+    q: Question, redactor: Redactor, scanned: bool = False
+) -> tuple[Question | None, Counter[str], Problem | None]:
     """One question redacted with what `redactor` has learnt: the copy and its counts, or None and
-    the Problem refusing it (a JSON context field that would no longer parse)."""
-    red, counts = _redact_model(q, _QUESTION_KEEP, redactor)
+    the Problem refusing it (a JSON context field that would no longer parse). `scanned`: its texts
+    were learnt and none had findings (`Redactor.learn_groups`): only known values are looked for,
+    and without any it is the question itself."""
+    if scanned and not redactor.knows_values:
+        return q, Counter(), None
+    red, counts = _redact_model(q, _QUESTION_KEEP, redactor, scanned)
     broken = _json_broken(q, red) if counts else None
     if broken is None:
         return red, counts, None
@@ -157,13 +176,21 @@ def redact_questions(questions: Iterable[Question], redactor: Redactor) -> Quest
     return QuestionScrub(out, total, problems)
 
 
-def redact_problems(problems: Iterable[Problem], redactor: Redactor) -> list[Problem]:
-    """Problems with secrets removed from `where` and `detail` (error messages may quote input)."""
+def redact_problems(
+    problems: Iterable[Problem], redactor: Redactor, found: Sequence[bool] | None = None
+) -> list[Problem]:
+    """Problems with secrets removed from `where` and `detail` (error messages may quote input).
+    `found`: per Problem, whether its texts had findings when learnt (`Redactor.learn_groups`, by a
+    caller that learnt them with others); learnt here when not given."""
     problems = list(problems)
-    redactor.learn(text for p in problems for text in (p.where, p.detail))
+    if found is None:
+        found = redactor.learn_groups((p.where, p.detail) for p in problems)
     out = []
-    for p in problems:
-        where, detail = redactor.redact(p.where).text, redactor.redact(p.detail).text
+    for p, dirty in zip(problems, found, strict=True):
+        if not dirty and not redactor.knows_values:
+            out.append(p)
+            continue
+        where, detail = redactor.redact(p.where, not dirty).text, redactor.redact(p.detail, not dirty).text
         out.append(
             p
             if (where, detail) == (p.where, p.detail)
@@ -189,5 +216,6 @@ __all__ = [
     "redact_question",
     "redact_questions",
     "redact_trajectories",
+    "redacted_texts",
     "trajectory_texts",
 ]

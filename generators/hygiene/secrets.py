@@ -312,6 +312,10 @@ class Redaction(NamedTuple):
     counts: Counter[str]
 
 
+#: A Redactor remembers the digests of this many to twice as many texts scanned without findings.
+CLEAN_MEMORY = 1 << 15
+
+
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
@@ -327,26 +331,34 @@ class Redactor:
         self.scanner = scanner or Scanner()
         self._values: dict[str, str] = {}
         self._spans: dict[str, list[Span]] = {}
-        # digest of every text scanned -> whether it had findings: a text counts once in `found`, and
-        # one without findings is not kept (nor scanned again)
-        self._seen: dict[bytes, bool] = {}
+        # digests of the texts with findings (few): each counts once in `found`, build-wide
+        self._counted: set[bytes] = set()
+        # digests of texts scanned without findings, the last CLEAN_MEMORY to 2 x CLEAN_MEMORY of
+        # them (two generations): a text met again soon is not scanned again, and a build's
+        # millions of texts are not all remembered (scanning one again finds the same: nothing)
+        self._clean: set[bytes] = set()
+        self._clean_old: set[bytes] = set()
         self._regex: re.Pattern[str] | None = None
         self.found: Counter[str] = Counter()
         """Findings per kind over every text learnt (a repeated text counts once)."""
 
-    def _scan(self, text: str) -> list[Span]:
+    def _scan(self, text: str, key: bytes | None = None) -> list[Span]:
+        """The spans of `text` (`key`: its `_digest`, when the caller has it)."""
         spans = self._spans.get(text)
         if spans is not None:
             return spans
-        key = _digest(text)
-        known = self._seen.get(key)
-        if known is False:  # scanned before, nothing found: its digest answers
+        key = key or _digest(text)
+        if key in self._clean or key in self._clean_old:  # scanned lately, nothing found
             return []
         spans = self.scanner.spans(text)
-        if spans:  # only texts with findings are kept (by text); the rest by digest
-            self._spans[text] = spans
-        if known is None:  # a text scanned again after a `release` counts once
-            self._seen[key] = bool(spans)
+        if not spans:
+            self._clean.add(key)
+            if len(self._clean) >= CLEAN_MEMORY:
+                self._clean_old, self._clean = self._clean, set()
+            return spans
+        self._spans[text] = spans  # only texts with findings are kept (by text)
+        if key not in self._counted:  # a text scanned again after a `release` counts once
+            self._counted.add(key)
             for s in spans:
                 self.found[s.kind] += 1
                 value = text[s.start : s.end]
@@ -359,16 +371,29 @@ class Redactor:
 
     def learn(self, texts: Iterable[str]) -> None:
         """Scan texts and remember their distinctive secret values."""
-        texts = [t for t in texts if t and t not in self._spans and _digest(t) not in self._seen]
-        self.scanner.prepare(texts)
-        for text in texts:
-            self._scan(text)
+        self.learn_groups([texts])
+
+    def learn_groups(self, groups: Iterable[Iterable[str]]) -> list[bool]:
+        """`learn` the texts of every group (a question's, say) in one pass; per group, whether any
+        of its texts has findings (one that has none needs only `redact(text, scanned=True)`)."""
+        groups = [[t for t in g if t] for g in groups]
+        keys: dict[str, bytes] = {}  # each text's digest, once
+        for g in groups:
+            for t in g:
+                if t not in self._spans and t not in keys:
+                    keys[t] = _digest(t)
+        todo = [t for t, k in keys.items() if k not in self._counted]
+        self.scanner.prepare(t for t in todo if keys[t] not in self._clean and keys[t] not in self._clean_old)
+        for t in todo:
+            self._scan(t, keys[t])
+        return [any(t in self._spans or keys[t] in self._counted for t in g) for g in groups]
 
     def release(self) -> None:
         """Forget the texts scanned so far (their spans, the scanner's per-line results): the cache
         keys are those texts, kept alive only by it. The value map, the counts and a digest of each
-        text stay, so a text redacted later reads the same and its findings are not counted twice;
-        a build learns its texts a batch at a time, releasing between batches, then redacts them."""
+        text with findings stay, so a text redacted later reads the same and its findings are not
+        counted twice; a build learns its texts a batch at a time, releasing between batches, then
+        redacts them."""
         self._spans.clear()
         self.scanner.release()
 
@@ -380,11 +405,12 @@ class Redactor:
             )
         return self._regex
 
-    def redact(self, text: str) -> Redaction:
-        """Replace every secret span and every known value with its placeholder."""
+    def redact(self, text: str, scanned: bool = False) -> Redaction:
+        """Replace every secret span and every known value with its placeholder (`scanned`: the
+        text was learnt and had no findings, `learn_groups`: only known values are looked for)."""
         if not text:
             return Redaction(text, Counter())
-        spans = list(self._scan(text))
+        spans = [] if scanned else list(self._scan(text))
         known = self._known()
         if known is not None:
             spans += [Span(m.start(), m.end(), self._values[m.group(0)]) for m in known.finditer(text)]
@@ -399,17 +425,23 @@ class Redactor:
         parts.append(text[pos:])
         return Redaction("".join(parts), Counter(s.kind for s in merged))
 
-    def redact_value(self, value: Any, counts: Counter[str]) -> Any:
-        """Redact every string inside nested dicts, lists and tuples (keys are left alone)."""
+    def redact_value(self, value: Any, counts: Counter[str], scanned: bool = False) -> Any:
+        """Redact every string inside nested dicts, lists and tuples (keys are left alone;
+        `scanned` as for `redact`, of every string)."""
         if isinstance(value, str):
-            red = self.redact(value)
+            red = self.redact(value, scanned)
             counts.update(red.counts)
             return red.text
         if isinstance(value, Mapping):
-            return {k: self.redact_value(v, counts) for k, v in value.items()}
+            return {k: self.redact_value(v, counts, scanned) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return type(value)(self.redact_value(v, counts) for v in value)
+            return type(value)(self.redact_value(v, counts, scanned) for v in value)
         return value
+
+    @property
+    def knows_values(self) -> bool:
+        """Whether any value was learnt: without one, a text without findings redacts to itself."""
+        return bool(self._values)
 
 
 def strings_of(value: Any) -> Iterator[str]:

@@ -87,6 +87,7 @@ TEXT_CACHES = (
     ("extractors.shell.commands", "_words"),
     ("extractors.swe_issue_fix.plans", "_entities"),
     ("generators.offline", "_norm"),
+    ("generators.offline", "_option_tokens"),
     ("generators.text", "normalised_similarity"),
     ("generators.quality.scorers", "step_kinds"),
     ("generators.quality.scorers", "shape_features"),

@@ -179,6 +179,7 @@ def test_every_large_cache_of_texts_is_emptied_between_stages_and_the_scorers_be
         commands.words("git clone https://x/y && cd y")
         plans.entities("See `src/app.py` and def main():")
         offline._norm("Run the tests, then commit.")
+        offline._option_tokens("Run the tests, then commit.")
         text.normalised_similarity("run the tests", "run the test")
         scorers.shape_features("1. clone the repo\n2. run pytest")
         scorers.step_kinds("1. clone the repo\n2. run pytest")

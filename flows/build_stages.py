@@ -739,8 +739,13 @@ def _row_batches(questions: Iterable[Question], size: int = ROW_GROUP) -> Iterat
 
 
 def _redacted(problems: ProblemLog, redactor: Redactor) -> ProblemLog:
-    """`redact_problems` of every Problem, learnt all together and redacted a batch at a time."""
-    found = redactor.learn_groups((p.where, p.detail) for p in problems)  # a bool per Problem
+    """`redact_problems` of every Problem: all learnt first (a value learnt anywhere is replaced
+    everywhere), a batch at a time keeping a bool per Problem, not its texts; then redacted a batch
+    at a time."""
+    found: list[bool] = []
+    for batch in problems.batches():
+        found += redactor.learn_groups((p.where, p.detail) for p in batch)
+        redactor.release()
     out = ProblemLog()
     at = 0
     for batch in problems.batches():

@@ -335,6 +335,19 @@ def test_problem_details_that_quote_a_secret_are_redacted():
     assert FAKE_SECRETS["github_pat"] not in out.detail and "<REDACTED:github_token>" in out.detail
 
 
+def test_a_secret_learnt_in_a_later_batch_of_problems_is_redacted_in_an_earlier_one():
+    from flows.build_stages import _redacted
+    from flows.problem_log import ProblemLog
+
+    pw = FAKE_SECRETS["password"]
+    log = ProblemLog([Problem(where="a", stage="read", reason="x", detail=f"mysql --pass {pw}")])
+    log.extend([Problem(where="b", stage="read", reason="x", detail=f"DB_PASSWORD={pw}")])
+    assert [p.detail for p in _redacted(log, Redactor())] == [
+        "mysql --pass <REDACTED:password>",
+        "DB_PASSWORD=<REDACTED:password>",
+    ]
+
+
 def test_redaction_keeps_the_gold_among_the_options():
     clone = f"git clone https://deploy:{FAKE_SECRETS['url_password']}@git.acme.dev/x.git"
     q = Question(

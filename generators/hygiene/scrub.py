@@ -161,12 +161,12 @@ def redact_questions(questions: Iterable[Question], redactor: Redactor) -> Quest
     rather than shipped broken; spans are built never to split an escape, so this is a guard.
     """
     questions = list(questions)
-    redactor.learn(text for q in questions for text in question_texts(q))
+    found = redactor.learn_groups(redacted_texts(q) for q in questions)
     out: list[Question] = []
     total: Counter[str] = Counter()
     problems: list[Problem] = []
-    for q in questions:
-        red, counts, problem = redact_question(q, redactor)
+    for q, dirty in zip(questions, found, strict=True):
+        red, counts, problem = redact_question(q, redactor, scanned=not dirty)
         if red is None:
             assert problem is not None
             problems.append(problem)

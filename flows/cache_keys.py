@@ -25,8 +25,9 @@ from schemas import GoldStep, Trajectory, content_id
 from schemas.tasks import find_spec
 
 #: Bump when the shape of cached shard results changes in a way no component version covers.
-#: 2: read shards are cached redacted (with their redaction counts).
-CACHE_FORMAT = 2
+#: 2: read shards are cached redacted (with their redaction counts). 3: a read shard's result is a
+#: `build_stages.ScrubbedRead` class, no longer a NamedTuple.
+CACHE_FORMAT = 3
 
 
 def _package_version() -> str:

@@ -88,3 +88,32 @@ def test_extract_and_generate_keep_twice_the_workers_shards_in_flight(tmp_path, 
     assert window.submitted["generate-shard"] > 2 * workers
     assert window.widest == 2 * workers and window.open == 0
     assert sum(len(s.refs) for s in posed.questions) == window.submitted["generate-shard"]
+
+
+def test_prefect_resolving_the_keep_tasks_inputs_stops_at_each_read_shard(tmp_path):
+    """Prefect walks a task's resolved inputs (lists, tuples, dicts, dataclasses, pydantic models)
+    looking for futures; a read shard's result must stop that walk, or the keep task's start meets
+    every Trajectory, Step and Action of the build. Pickled (the shard cache, Dask) it stays whole."""
+    import pickle
+
+    from prefect.utilities.collections import visit_collection
+
+    config = load_config(ROOT / "configs" / "swe_issue_fix.yaml").model_copy(
+        update={"out_dir": str(tmp_path)}
+    )
+    scenario = build_stages.resolve_scenario(config)
+    inputs = build_stages.plan_inputs(config, scenario)
+    reads = [build_stages.read_shard.fn(shard, config.privacy) for shard in inputs.shards]
+    steps = sum(len(t.steps) for r in reads for t in r.read.trajectories)
+    assert steps > 10
+
+    def walked(value: Any) -> int:
+        met = []
+        visit_collection(value, visit_fn=lambda x: met.append(x) or x, return_data=True, max_depth=-1)
+        return len(met)
+
+    assert walked(reads) == 1 + len(reads)  # the list, then each shard, not into it
+    assert walked([r.read for r in reads]) > steps  # what the walk met when the shard was a NamedTuple
+    back = pickle.loads(pickle.dumps(reads[0], protocol=pickle.HIGHEST_PROTOCOL))
+    assert back.read == reads[0].read and back.found == reads[0].found
+    assert (back.redacted, back.runs_redacted) == (reads[0].redacted, reads[0].runs_redacted)

@@ -127,9 +127,6 @@ class ScrubbedRead:
         self.redacted = redacted
         self.runs_redacted = runs_redacted
 
-    def __reduce__(self) -> tuple[type[ScrubbedRead], tuple[Any, ...]]:  # cached and sent to Dask workers
-        return ScrubbedRead, (self.read, self.found, self.redacted, self.runs_redacted)
-
 
 def _shard_arg(config: BuildConfig, value: Any) -> Any:
     """A shard's own data as its task's argument: in `quote()` on the thread runner, so Prefect does not

@@ -5,7 +5,8 @@ or slow machine moves both sides): ingest against a plain `orjson` parse of the 
 tasks against plain calls, the LLM stage against the bare official SDK at 100 ms stand-in latency,
 a warm rebuild against a cold one, Dask against threads, rapidfuzz centrality against difflib,
 peak memory while ingesting more than 1 GB, offline generation time per gold step at 20,000
-gold steps against 1,000, and whole builds of 1,000 / 5,000 / 20,000 generated runs (fewer with
+gold steps against 1,000, the dedup index's bytes per item against datasketch's `MinHashLSH` layout
+of the same items (20,000 / 50,000 / 100,000), and whole builds of 1,000 / 5,000 / 20,000 generated runs (fewer with
 `APTFORGE_BENCH_SCALE_SIZES=1000,5000`): time per run and peak RSS of the process tree.
 Then a Dask (2 workers) / threads comparison at 5,000 runs, a build killed with SIGKILL and restarted,
 and 100,000 small rows (a few hundred bytes each), which must build in minutes within the memory bound.
@@ -32,6 +33,7 @@ BENCHES = [
     ("pipeline", ["bench_pipeline.py"]),
     ("centrality", ["bench_centrality.py"]),
     ("offline", ["bench_offline.py"]),
+    ("dedup", ["bench_dedup.py"]),
     ("scale", ["bench_scale.py", "--dask-sizes"]),
     ("scale-dask", ["bench_scale.py", "--sizes", "5000", "--dask-sizes", "1000", "5000", "20000"]),
     ("resume", ["bench_resume.py"]),
@@ -136,6 +138,43 @@ def _size_rows(runs: list[dict]) -> list[tuple[str, str, str, bool | None]]:
     ]
 
 
+def _dedup_rows(dd: dict) -> list[tuple[str, str, str, bool | None]]:
+    """The dedup index against datasketch's `MinHashLSH` layout of the same items."""
+    sizes = dd.get("sizes") or []
+    if not sizes:
+        return []
+    return [
+        (
+            "dedup index bytes per item / MinHashLSH layout",
+            f"{dd['memory_ratio']:.2f}",
+            f"<= {dd['memory_goal']}",
+            dd["memory_ratio"] <= dd["memory_goal"],
+        ),
+        (
+            "  time per item / MinHashLSH layout",
+            f"{dd['time_ratio']:.2f}",
+            f"<= {dd['time_goal']}",
+            dd["time_ratio"] <= dd["time_goal"],
+        ),
+        (
+            f"  bytes per item, {sizes[-1]['items']:,} / {sizes[0]['items']:,} items",
+            f"{dd['flat_ratio']:.2f}",
+            f"<= {dd['flat_goal']}",
+            dd["flat_ratio"] <= dd["flat_goal"],
+        ),
+        ("  same Problems as the MinHashLSH layout", "", "identical", dd["identical"]),
+        *(
+            (
+                f"  {r['items']:,} items: bytes per item (MinHashLSH layout)",
+                f"{r['compact']['bytes_per_item']:.0f} ({r['minhashlsh']['bytes_per_item']:.0f})",
+                "",
+                None,
+            )
+            for r in sizes
+        ),
+    ]
+
+
 def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
     """(figure, value, goal, met) for the table."""
     i, l_, p, c, o, sc = (
@@ -222,6 +261,7 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
                 for r in sizes
             ),
         ]
+    out += _dedup_rows(results.get("dedup", {}))
     out += (
         _scale_rows(sc)
         + _dask_rows(results.get("scale-dask", {}))
@@ -251,6 +291,7 @@ def acceptance(results: dict[str, dict]) -> dict[str, object]:
         "llm_reask_ratio": l_.get("reasks", {}).get("throughput_ratio"),
         "llm_stage_ratio_with_reasks": l_.get("stage", {}).get("throughput_ratio"),
         "offline_per_step_ratio": o.get("ratio"),
+        "dedup_memory_ratio": results.get("dedup", {}).get("memory_ratio"),
         "scale_time_per_run_ratio": sc.get("time_ratio"),
         "scale_peak_rss_ratio": sc.get("rss_ratio"),
         "scale_largest_peak_rss_mib": threads[-1]["peak_rss_mib"] if threads else None,

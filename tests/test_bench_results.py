@@ -111,3 +111,33 @@ def test_the_small_rows_build_is_judged_on_wall_time_and_memory(tmp_path: Path) 
     slow = {**results, "scale-small": {"sizes": [{**small, "wall_s": 3600.0}], "rss_limit_mib": 2048}}
     met = {figure: ok for figure, _value, _goal, ok in run.rows(slow)}
     assert met["100,000 small rows: wall / peak RSS of the process tree"] is False
+
+
+def test_the_dedup_index_is_judged_on_memory_time_flatness_and_equal_problems(tmp_path: Path) -> None:
+    run = _bench_run()
+
+    def size(n: int, ours: float) -> dict:
+        return {"items": n, "compact": {"bytes_per_item": ours}, "minhashlsh": {"bytes_per_item": 3300.0}}
+
+    dedup = {
+        "sizes": [size(20000, 1400.0), size(100000, 1380.0)],
+        "memory_ratio": 0.42,
+        "memory_goal": 0.5,
+        "time_ratio": 0.98,
+        "time_goal": 1.1,
+        "flat_ratio": 0.99,
+        "flat_goal": 1.2,
+        "identical": True,
+    }
+    blob = json.loads(
+        run.write_results({**_results(), "dedup": dedup}, tmp_path / "results.json").read_text()
+    )
+    assert blob["acceptance"]["dedup_memory_ratio"] == 0.42
+    met = {figure: ok for figure, _value, _goal, ok in blob["table"]}
+    assert met["dedup index bytes per item / MinHashLSH layout"] is True
+    assert met["  same Problems as the MinHashLSH layout"] is True
+    assert ["  100,000 items: bytes per item (MinHashLSH layout)", "1380 (3300)", "", None] in blob["table"]
+    worse = {**dedup, "memory_ratio": 0.6, "identical": False}
+    met = {figure: ok for figure, _value, _goal, ok in run.rows({**_results(), "dedup": worse})}
+    assert met["dedup index bytes per item / MinHashLSH layout"] is False
+    assert met["  same Problems as the MinHashLSH layout"] is False

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import random
 import shutil
+import zlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -17,8 +20,11 @@ from extractors.labels.reports import ReportVerdict, RunVerdict
 from extractors.labels.runs import run_key
 from flows import stages
 from flows.config import load_config
+from generators.hygiene import dedup
 from generators.hygiene.dedup import dedup_questions, duplicate_runs, run_fingerprint, shingles
 from schemas import Outcome, Provenance, Question, Trajectory
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _read(path: Path) -> Trajectory:
@@ -148,6 +154,66 @@ def test_near_identical_contexts_are_kept_when_the_answers_differ_or_the_run_is_
     ]
     for items in (other_gold, same_run, other_task):
         assert len(dedup_questions(items).kept) == 2
+
+
+def _baseline() -> type:
+    """`bench/bench_dedup.py`'s `LshLayout`: `TaskDedup.offer`'s rule written with datasketch's own
+    `MinHashLSH` and `MinHash.jaccard` (the index `TaskDedup` lays out compactly)."""
+    spec = importlib.util.spec_from_file_location("bench_dedup", ROOT / "bench" / "bench_dedup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LshLayout
+
+
+def _varied(n: int, seed: int) -> list[Question]:
+    """Items over a few base contexts, each with up to 4 words changed (near duplicates, and items
+    that share some bands only), from a few runs, with answers that agree or not."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(200)]
+    bases = [[rng.choice(words) for _ in range(rng.choice([3, 80, 150]))] for _ in range(n // 5)]
+    out = []
+    for i in range(n):
+        ctx = list(rng.choice(bases))
+        for _ in range(rng.choice([0, 0, 1, 1, 4])):
+            ctx[rng.randrange(len(ctx))] = rng.choice(words)
+        gold = rng.choice(
+            ["I need to fix ops.py", "I need to fix ops.py!", "I need to run the tests", f"edit {i}"]
+        )
+        out.append(_q(f"{rng.getrandbits(64):016x}", f"t{rng.randrange(n // 4)}", " ".join(ctx), gold))
+    return sorted(out, key=lambda q: q.item_id)
+
+
+def test_the_compact_index_drops_what_datasketch_lsh_drops():
+    """The same Problems as the `MinHashLSH` reference, item by item, exact and near duplicates both met."""
+    items = _varied(400, seed=7)
+    task = dedup.TaskDedup()
+    reference = _baseline()()
+    got = [task.offer(q) for q in items]
+    assert got == [reference.offer(q) for q in items]
+    assert task.exact > 10 and task.near > 10, (task.exact, task.near)
+    assert sum(p is None for p in got) == len(task._ids)
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_a_candidate_shares_a_bands_values_not_only_its_key(monkeypatch, collide):
+    """Before each item is offered, the kept items it is compared with are `MinHashLSH.query`'s, in
+    id order; with every band key the same (`collide`) as well."""
+    from datasketch import MinHash, MinHashLSH
+
+    if collide:
+        monkeypatch.setattr(dedup, "_band_key", lambda values: b"same")
+    task, lsh = dedup.TaskDedup(), MinHashLSH(threshold=0.9, num_perm=128)
+    compared = 0
+    for q in _varied(300, seed=3):
+        mh = MinHash(num_perm=128, seed=1, hashfunc=zlib.crc32, scheme="affine32")
+        mh.update_batch(list(shingles("\n".join(q.fields.values()))))
+        keys = [dedup._band_key(mh.hashvalues[lo:hi]) for lo, hi in task._bands]
+        found = [task._ids[i] for i, _ in task._candidates(mh.hashvalues, keys)]
+        assert found == sorted(lsh.query(mh))
+        compared += len(found)
+        if task.offer(q) is None:
+            lsh.insert(q.item_id, mh)
+    assert compared > 20
 
 
 def test_shingles_are_word_five_grams_of_the_normalised_text():

@@ -7,12 +7,15 @@ must keep peak RSS flat (goal < 1 GB), and the reader layer should cost at most 
 What it does: writes the file in a temp dir from a seeded `random.Random` (row shapes as in
 SWE-bench/SWE-smith-trajectories: ~40 KB, 30 messages with text-encoded `<function=...>` calls and
 `OBSERVATION:` results), then runs each measurement in its own child process so that each peak RSS
-is its own: (1) baseline `orjson.loads` per line, (2) `records.iter_records` (decode layer),
+is its own: (1) baseline `orjson.loads` per line (lines read with the reader layer's 256 KiB buffer:
+with Python's default 8 KiB a 40 KB line takes several reads and a join, and that floor is 1.7-1.9x
+slower, flattering the ratio; it is printed beside), (2) `records.iter_records` (decode layer),
 (3) `sniff.read_file` with every discovered reader (decode + sniff + read into `Trajectory`), in
 `--rounds` rounds (each mode once per round), and (4) both the reader layer and the baseline in one
 child, in alternating slices of 200 rows over the same file (`_interleaved`). The ratio is (4)'s,
 the median round's: separate runs are a minute apart, and the speed of a shared machine drifts by
-tens of percent within minutes (the ratio of separate runs is printed beside it). Prints sizes, times, ratios to the baseline and peak RSS; exits 1 when a peak RSS reaches 1 GB.
+tens of percent within minutes (the ratio of separate runs is printed beside it). Prints sizes,
+times, ratios to the baseline and peak RSS; exits 1 when a peak RSS reaches 1 GB.
 
 Usage: `.venv/bin/python bench/bench_ingest.py [--gb 1.05] [--rounds 3] [--keep DIR]`.
 """
@@ -131,7 +134,7 @@ def _measure(mode: str, path: str) -> dict:
     start = time.perf_counter()
     count = problems = 0
     if mode == "orjson":
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=STREAM_BUFFER) as f:
             for line in f:
                 orjson.loads(line)
                 count += 1
@@ -155,14 +158,19 @@ def _measure(mode: str, path: str) -> dict:
 
 #: Rows per slice of the interleaved measurement (about 8 MB of the bench's rows).
 SLICE = 200
+#: The floor reads lines with the reader layer's buffer (`records._STREAM_BUFFER`, 256 KiB): with
+#: Python's default 8 KiB, a 40 KB line takes several reads and a join, and the floor took 1.7-1.9x
+#: as long (what the figure was measured against until stop 50).
+STREAM_BUFFER = 1 << 18
 
 
 def _interleaved(path: str) -> dict:
     """The reader layer and the `orjson` floor over the same file, in alternating slices of `SLICE`
     rows in one process: `read_file` yields a slice's runs, then `orjson.loads` parses the same rows
-    from a second handle, and so on to the end. Each side is timed over its slices only, so a change
-    of the machine's speed (tens of percent within minutes on a shared one) weighs on both alike;
-    the separate runs of `_measure`, a minute apart, are kept for each mode's peak RSS."""
+    from a second handle (the reader layer's buffer size), then from a third (Python's default
+    buffer), and so on to the end. Each is timed over its slices only, so a change of the machine's
+    speed (tens of percent within minutes on a shared one) weighs on all alike; the separate runs
+    of `_measure`, a minute apart, are kept for each mode's peak RSS."""
     from itertools import islice
 
     import orjson
@@ -172,10 +180,10 @@ def _interleaved(path: str) -> dict:
     from schemas import Trajectory
 
     readers = discover_readers()
-    read = floor = 0.0
+    read = floor = default = 0.0
     runs = lines = 0
     outputs = read_file(readers, path)
-    with open(path, "rb") as f:
+    with open(path, "rb", buffering=STREAM_BUFFER) as f, open(path, "rb") as g:
         while True:
             start = time.perf_counter()
             got = sum(isinstance(o, Trajectory) for o in islice(outputs, SLICE))
@@ -186,10 +194,21 @@ def _interleaved(path: str) -> dict:
                 orjson.loads(line)
                 n += 1
             floor += time.perf_counter() - start
+            start = time.perf_counter()
+            for line in islice(g, SLICE):
+                orjson.loads(line)
+            default += time.perf_counter() - start
             runs, lines = runs + got, lines + n
             if not n:
                 break
-    return {"mode": "interleaved", "seconds": read, "floor_seconds": floor, "records": runs, "lines": lines}
+    return {
+        "mode": "interleaved",
+        "seconds": read,
+        "floor_seconds": floor,
+        "default_floor_seconds": default,
+        "records": runs,
+        "lines": lines,
+    }
 
 
 def _child(mode: str, path: Path) -> dict:
@@ -256,6 +275,12 @@ def main() -> int:
     decode, apart = median(ratios["records"]), median(ratios["readers"])
     alternating = [r["interleaved"]["seconds"] / r["interleaved"]["floor_seconds"] for r in rounds]
     ratio = median(alternating)
+    against_default = median(
+        r["interleaved"]["seconds"] / r["interleaved"]["default_floor_seconds"] for r in rounds
+    )
+    slow_floor = median(
+        r["interleaved"]["default_floor_seconds"] / r["interleaved"]["floor_seconds"] for r in rounds
+    )
     print(
         f"{'read_file / orjson, interleaved':<34}{median(r['interleaved']['seconds'] for r in rounds):>9.2f}"
         f"{ratio:>8.2f}{'':>12}{rounds[0]['interleaved']['records']:>10}   "
@@ -267,7 +292,8 @@ def main() -> int:
     )
     print(
         f"decode ratio {decode:.2f}, full read ratio {ratio:.2f} interleaved in slices of {SLICE} rows "
-        f"({apart:.2f} in separate processes), median of {len(rounds)} rounds "
+        f"({apart:.2f} in separate processes; {against_default:.2f} against a floor reading with Python's "
+        f"default buffer, itself {slow_floor:.2f}x the floor), median of {len(rounds)} rounds "
         f"(goal <= {RATIO_GOAL}: {'met' if ratio <= RATIO_GOAL else 'missed'})"
     )
     if args.json_out:
@@ -282,6 +308,8 @@ def main() -> int:
                     "read_ratio": round(ratio, 3),
                     "read_ratios": [round(x, 3) for x in alternating],
                     "read_ratio_apart": round(apart, 3),
+                    "read_ratio_default_buffer_floor": round(against_default, 3),
+                    "default_buffer_floor_ratio": round(slow_floor, 3),
                     "read_ratios_apart": [round(x, 3) for x in ratios["readers"]],
                     "read_ratio_goal": RATIO_GOAL,
                     "peak_rss_mib": round(worst / 2**20, 1),

@@ -56,8 +56,8 @@ class _Submitter:
         return _Done(value, self.window)
 
 
-@pytest.mark.parametrize("workers", [1, 3])
-def test_extract_and_generate_keep_twice_the_workers_shards_in_flight(tmp_path, monkeypatch, workers):
+def _extracted(tmp_path: Path, monkeypatch: Any, workers: int) -> tuple[Any, ...]:
+    """The bundled runs read, kept and extracted, one run a shard, the shard tasks run by a recorder."""
     config = load_config(ROOT / "configs" / "swe_issue_fix.yaml")
     config = config.model_copy(
         update={
@@ -76,11 +76,17 @@ def test_extract_and_generate_keep_twice_the_workers_shards_in_flight(tmp_path, 
         n: build_stages.extract_options(t, scenario.specs[n], config.seed) for n, t in scenario.tasks.items()
     }
     kept = build_stages.keep_task.fn(config, reads, options, work.spill_area())
+    timer = Timer()
+    golds, _ = build_stages.extract_golds(config, scenario, kept, timer)
+    return config, scenario, kept, golds, window, timer
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_extract_and_generate_keep_twice_the_workers_shards_in_flight(tmp_path, monkeypatch, workers):
+    config, scenario, kept, golds, window, timer = _extracted(tmp_path, monkeypatch, workers)
     runs = kept.counts.kept
     assert len(kept.shards) == runs  # the keep task spilled one shard of runs per extract shard
     assert runs > 2 * workers  # one run a shard: more shards than the window
-    timer = Timer()
-    golds, _ = build_stages.extract_golds(config, scenario, kept, timer)
     assert window.submitted["extract-shard"] == runs and golds.total > 0
     assert window.widest == 2 * workers and window.open == 0
     window.widest = 0
@@ -88,6 +94,19 @@ def test_extract_and_generate_keep_twice_the_workers_shards_in_flight(tmp_path, 
     assert window.submitted["generate-shard"] > 2 * workers
     assert window.widest == 2 * workers and window.open == 0
     assert sum(len(s.refs) for s in posed.questions) == window.submitted["generate-shard"]
+
+
+def test_only_an_mcq_task_spills_a_distractor_pool(tmp_path, monkeypatch):
+    """A completion task's steps take no distractors: no pool is written for it, nor loaded where its
+    shards run (at 100,000 small rows the action task's pool was the generate stage's peak)."""
+    config, scenario, _, golds, _, timer = _extracted(tmp_path, monkeypatch, 1)
+    assert {n: s.form for n, s in scenario.specs.items()} == {"plan": "mcq", "action": "completion"}
+    assert golds.counts["plan"] > 0 and golds.counts["action"] > 0
+    assert len(list(golds.pool("plan"))) == golds.counts["plan"] and golds.pools["plan"].exists()
+    assert not golds.pools["action"].exists() and list(golds.pool("action")) == []
+    posed = build_stages.generate_questions(config, scenario, golds, timer)
+    action = next(s for s in posed.questions if s.task == "action").take()
+    assert len(action) == golds.counts["action"] and {q.form for q in action} == {"completion"}
 
 
 def test_prefect_resolving_the_keep_tasks_inputs_stops_at_each_read_shard(tmp_path):

@@ -2,8 +2,8 @@
 
 Why: the dedup stage holds, per task, what later items are compared with. Laid out as datasketch's
 `MinHashLSH` holds it (per item and band the band's values as a bytes key and a set of item ids,
-and the item's MinHash object), that is 3.6 KB per small item: 1.1 GB for the 300,000 completion
-items of 100,000 small rows, the largest memory of that build. `TaskDedup` keeps the same bands in
+and the item's MinHash object), that is 3.3-3.6 KB per small item: about 1 GB for the 300,000
+completion items of 100,000 small rows, held to the end of the task's dedup. `TaskDedup` keeps the same bands in
 a compact index. Goals: bytes per item at most half the `MinHashLSH` layout's (`LshLayout`, the
 baseline, measured in the same run), no slower per item (within 1.1x), flat per item from the smallest size to
 the largest (within 1.2x), and the same Problems from both.

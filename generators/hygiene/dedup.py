@@ -141,8 +141,8 @@ class TaskDedup:
 
     The banded index is datasketch's LSH laid out compactly. `MinHashLSH` keeps, per item and band,
     the band's bytes as a key and a set of item ids, and the item's MinHash: 3.6 KB per item of a
-    small task, 1.1 GB for the 300,000 completion items of 100,000 small runs, the largest memory
-    of such a build. Here the bands and rows per band are the `MinHashLSH`'s own for the threshold
+    small task, about 1 GB for the 300,000 completion items of 100,000 small runs, held to the end
+    of the task's dedup (1.4 KB per item here, `bench/bench_dedup.py`). Here the bands and rows per band are the `MinHashLSH`'s own for the threshold
     (`b`, `r`), a band's key is a 64-bit digest of its values pointing at the first kept item with
     that band (later ones in a list), the signatures are rows of one array (`_Signatures`) and a
     trajectory id is kept once. A candidate is an item whose band values equal the query's in some

@@ -264,8 +264,11 @@ def test_gold_steps_go_to_their_tasks_files_in_shard_order_with_their_pools(tmp_
     for task in scenario.specs:
         mine = [g for g in golds_in if g.task == task]
         assert list(work.replay(golds.files[task])) == mine
-        pool = stages.pool_of(mine, scenario.specs[task].other_runs_as_distractors)
+        spec = scenario.specs[task]
+        # an MCQ task's pool holds its golds; a completion task has none (its steps take no distractors)
+        pool = stages.pool_of(mine, spec.other_runs_as_distractors) if spec.form == "mcq" else []
         assert list(golds.pool(task)) == pool == work.load_lists(str(golds.pools[task]))
+        assert golds.pools[task].exists() == (spec.form == "mcq") and bool(mine)
     assert list(_batches(iter(golds_in), 5)) == chunks(golds_in, 5)
     assert list(_batches(iter([]), 5)) == []
 

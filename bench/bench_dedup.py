@@ -1,18 +1,18 @@
 """Dedup index memory: bytes and time per item of one task's near-duplicate index, at several sizes.
 
 Why: the dedup stage holds, per task, what later items are compared with. Laid out as datasketch's
-`MinHashLSH` holds it (per item and band the band's values as a bytes key and a set of item ids,
-and the item's MinHash object), that is 3.3-3.6 KB per small item: about 1 GB for the 300,000
-completion items of 100,000 small rows, held to the end of the task's dedup. `TaskDedup` keeps the same bands in
-a compact index. Goals: bytes per item at most half the `MinHashLSH` layout's (`LshLayout`, the
-baseline, measured in the same run), no slower per item (within 1.1x), flat per item from the smallest size to
-the largest (within 1.2x), and the same Problems from both.
+`MinHashLSH` holds it (per item and band the band's values as a bytes key and a set of item ids, and
+the item's MinHash object), that is 3.3-3.6 KB per small item: about 1 GB for the 300,000 completion
+items of 100,000 small rows, held to the end of the task's dedup. `TaskDedup` keeps the same bands
+in a compact index. Goals: bytes per item at most half the `MinHashLSH` layout's (`LshLayout`, the
+baseline, measured in the same run), no slower per item (within 1.1x), flat per item from the
+smallest size to the largest (within 1.2x), and the same Problems from both.
 
 What it does: seeded items like the scale benchmark's small rows (a one-line task and a few steps
-per run, six items per run, about one run in twenty a near copy of an earlier one), offered in id
-order; each (layout, size) in its own child process: RSS after the items are offered less RSS
-before (the items are made one at a time, so what stays is what the index keeps, their ids and
-golds included), the seconds spent in `offer`, and a digest of the Problems.
+per run, six items per run, about one run in twenty a copy of an earlier one, exact or near), in id
+order; each (layout, size) in its own child process: RSS after the items are offered less RSS before
+(the items are made one at a time, so what stays is what the index keeps, their ids and golds
+included), the seconds spent in `offer`, and a digest of the Problems.
 
 Usage: `.venv/bin/python bench/bench_dedup.py [--sizes 20000 50000 100000]`.
 """

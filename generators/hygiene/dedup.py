@@ -140,14 +140,15 @@ class TaskDedup:
     through with memory in its signatures (`dedup_questions` is the same over a list).
 
     The banded index is datasketch's LSH laid out compactly. `MinHashLSH` keeps, per item and band,
-    the band's bytes as a key and a set of item ids, and the item's MinHash: 3.6 KB per item of a
-    small task, about 1 GB for the 300,000 completion items of 100,000 small runs, held to the end
-    of the task's dedup (1.4 KB per item here, `bench/bench_dedup.py`). Here the bands and rows per band are the `MinHashLSH`'s own for the threshold
-    (`b`, `r`), a band's key is a 64-bit digest of its values pointing at the first kept item with
-    that band (later ones in a list), the signatures are rows of one array (`_Signatures`) and a
-    trajectory id is kept once. A candidate is an item whose band values equal the query's in some
-    band (checked on the signatures, so a digest collision adds nothing): the candidates of
-    `MinHashLSH.query`, compared in item-id order as before.
+    the band's bytes as a key and a set of item ids, and the item's MinHash: 3.3-3.6 KB per small
+    item, about 1 GB for the 300,000 completion items of 100,000 small runs, held to the end of the
+    task's dedup (here 1.4-1.5 KB per item, `bench/bench_dedup.py`). Here the bands and rows per
+    band are the `MinHashLSH`'s own for the threshold (`b`, `r`), a band's key is a 64-bit digest of
+    its values pointing at the first kept item with that band (later ones in a list), the
+    signatures are rows of one array (`_Signatures`) and a trajectory id is kept once. A candidate
+    is an item whose band values equal the query's in some band (checked on the signatures, so a
+    digest collision adds nothing): the candidates of `MinHashLSH.query`, compared in item-id order
+    as before.
     """
 
     def __init__(self, threshold: float = 0.9, num_perm: int = 128, shingle: int = 5) -> None:
@@ -246,7 +247,8 @@ def exact_problem(q: Question, kept: str) -> Problem:
 
 
 def near_problem(q: Question, jaccard: float, kept: str) -> Problem:
-    """The Problem dropping `q`, a near duplicate (context MinHash Jaccard `jaccard`) of the kept item `kept`."""
+    """The Problem dropping `q`, a near duplicate (context MinHash Jaccard `jaccard`) of the kept
+    item `kept`."""
     return Problem(
         where=q.item_id,
         stage="dedup",

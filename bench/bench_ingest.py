@@ -126,7 +126,7 @@ def _measure(mode: str, path: str) -> dict:
     import orjson
 
     from extractors.discovery import discover_readers
-    from extractors.ingest.records import Record, iter_records
+    from extractors.ingest.records import _STREAM_BUFFER, Record, iter_records
     from extractors.ingest.sniff import read_file
     from schemas import Trajectory
 
@@ -134,7 +134,9 @@ def _measure(mode: str, path: str) -> dict:
     start = time.perf_counter()
     count = problems = 0
     if mode == "orjson":
-        with open(path, "rb", buffering=STREAM_BUFFER) as f:
+        # the reader layer's buffer: with Python's default 8 KiB a 40 KB line takes several reads and
+        # a join, and the floor took 1.7-1.9x as long (what the figure was measured against until stop 50)
+        with open(path, "rb", buffering=_STREAM_BUFFER) as f:
             for line in f:
                 orjson.loads(line)
                 count += 1
@@ -158,10 +160,6 @@ def _measure(mode: str, path: str) -> dict:
 
 #: Rows per slice of the interleaved measurement (about 8 MB of the bench's rows).
 SLICE = 200
-#: The floor reads lines with the reader layer's buffer (`records._STREAM_BUFFER`, 256 KiB): with
-#: Python's default 8 KiB, a 40 KB line takes several reads and a join, and the floor took 1.7-1.9x
-#: as long (what the figure was measured against until stop 50).
-STREAM_BUFFER = 1 << 18
 
 
 def _interleaved(path: str) -> dict:
@@ -176,6 +174,7 @@ def _interleaved(path: str) -> dict:
     import orjson
 
     from extractors.discovery import discover_readers
+    from extractors.ingest.records import _STREAM_BUFFER
     from extractors.ingest.sniff import read_file
     from schemas import Trajectory
 
@@ -183,7 +182,7 @@ def _interleaved(path: str) -> dict:
     read = floor = default = 0.0
     runs = lines = 0
     outputs = read_file(readers, path)
-    with open(path, "rb", buffering=STREAM_BUFFER) as f, open(path, "rb") as g:
+    with open(path, "rb", buffering=_STREAM_BUFFER) as f, open(path, "rb") as g:
         while True:
             start = time.perf_counter()
             got = sum(isinstance(o, Trajectory) for o in islice(outputs, SLICE))

@@ -51,6 +51,8 @@ sys.path.insert(0, str(ROOT))
 import orjson  # noqa: E402
 import psutil  # noqa: E402
 
+from extractors.ingest.records import _STREAM_BUFFER  # noqa: E402
+
 SAMPLE = ROOT / "extractors" / "samples" / "swe_issue_fix" / "swesmith_rows.jsonl"
 TIME_GOAL = 1.5
 RSS_GOAL = 1.5
@@ -260,7 +262,7 @@ def orjson_floor(folder: Path) -> float:
     for _ in range(3):
         start = time.perf_counter()
         for path in files:
-            with path.open("rb", buffering=1 << 18) as fh:
+            with path.open("rb", buffering=_STREAM_BUFFER) as fh:
                 for line in fh:
                     orjson.loads(line)
         best = min(best, time.perf_counter() - start)

@@ -6,7 +6,8 @@ tasks against plain calls, the LLM stage against the bare official SDK at 100 ms
 a warm rebuild against a cold one, Dask against threads, rapidfuzz centrality against difflib,
 peak memory while ingesting more than 1 GB, offline generation time per gold step at 20,000
 gold steps against 1,000, the dedup index's bytes per item against datasketch's `MinHashLSH` layout
-of the same items (20,000 / 50,000 / 100,000), and whole builds of 1,000 / 5,000 / 20,000 generated runs (fewer with
+of the same items (20,000 / 50,000 / 100,000), the offline generator's pool index's bytes per entry
+against its datasketch `MinHashLSHForest` layout (25,000 / 75,000 / 225,000 entries), and whole builds of 1,000 / 5,000 / 20,000 generated runs (fewer with
 `APTFORGE_BENCH_SCALE_SIZES=1000,5000`): time per run and peak RSS of the process tree.
 Then a Dask (2 workers) / threads comparison at 5,000 runs, a build killed with SIGKILL and restarted,
 and 100,000 small rows (a few hundred bytes each), which must build in minutes within the memory bound.
@@ -34,6 +35,7 @@ BENCHES = [
     ("centrality", ["bench_centrality.py"]),
     ("offline", ["bench_offline.py"]),
     ("dedup", ["bench_dedup.py"]),
+    ("pool-index", ["bench_pool_index.py"]),
     ("scale", ["bench_scale.py", "--dask-sizes"]),
     ("scale-dask", ["bench_scale.py", "--sizes", "5000", "--dask-sizes", "1000", "5000", "20000"]),
     ("resume", ["bench_resume.py"]),
@@ -138,35 +140,39 @@ def _size_rows(runs: list[dict]) -> list[tuple[str, str, str, bool | None]]:
     ]
 
 
-def _dedup_rows(dd: dict) -> list[tuple[str, str, str, bool | None]]:
-    """The dedup index against datasketch's `MinHashLSH` layout of the same items."""
-    sizes = dd.get("sizes") or []
+def _compact_rows(
+    d: dict, what: str, units: tuple[str, str], base: str, base_label: str, same: str
+) -> list[tuple[str, str, str, bool | None]]:
+    """A compact index against the layout it replaced, measured on the same input (`bench_dedup`:
+    the dedup index, per item; `bench_pool_index`: the offline generator's pool index, per entry)."""
+    sizes = d.get("sizes") or []
     if not sizes:
         return []
+    unit, count = units  # (singular, plural): the plural is the key of a size's count
     return [
         (
-            "dedup index bytes per item / MinHashLSH layout",
-            f"{dd['memory_ratio']:.2f}",
-            f"<= {dd['memory_goal']}",
-            dd["memory_ratio"] <= dd["memory_goal"],
+            f"{what} bytes per {unit} / {base_label}",
+            f"{d['memory_ratio']:.2f}",
+            f"<= {d['memory_goal']}",
+            d["memory_ratio"] <= d["memory_goal"],
         ),
         (
-            "  time per item / MinHashLSH layout",
-            f"{dd['time_ratio']:.2f}",
-            f"<= {dd['time_goal']}",
-            dd["time_ratio"] <= dd["time_goal"],
+            f"  time per {unit} / {base_label}",
+            f"{d['time_ratio']:.2f}",
+            f"<= {d['time_goal']}",
+            d["time_ratio"] <= d["time_goal"],
         ),
         (
-            f"  bytes per item, {sizes[-1]['items']:,} / {sizes[0]['items']:,} items",
-            f"{dd['flat_ratio']:.2f}",
-            f"<= {dd['flat_goal']}",
-            dd["flat_ratio"] <= dd["flat_goal"],
+            f"  bytes per {unit}, {sizes[-1][count]:,} / {sizes[0][count]:,} {count}",
+            f"{d['flat_ratio']:.2f}",
+            f"<= {d['flat_goal']}",
+            d["flat_ratio"] <= d["flat_goal"],
         ),
-        ("  same Problems as the MinHashLSH layout", "", "identical", dd["identical"]),
+        (f"  same {same} as the {base_label}", "", "identical", d["identical"]),
         *(
             (
-                f"  {r['items']:,} items: bytes per item (MinHashLSH layout)",
-                f"{r['compact']['bytes_per_item']:.0f} ({r['minhashlsh']['bytes_per_item']:.0f})",
+                f"  {r[count]:,} {count}: bytes per {unit} ({base_label})",
+                f"{r['compact'][f'bytes_per_{unit}']:.0f} ({r[base][f'bytes_per_{unit}']:.0f})",
                 "",
                 None,
             )
@@ -261,7 +267,22 @@ def rows(results: dict[str, dict]) -> list[tuple[str, str, str, bool | None]]:
                 for r in sizes
             ),
         ]
-    out += _dedup_rows(results.get("dedup", {}))
+    out += _compact_rows(
+        results.get("dedup", {}),
+        "dedup index",
+        ("item", "items"),
+        "minhashlsh",
+        "MinHashLSH layout",
+        "Problems",
+    )
+    out += _compact_rows(
+        results.get("pool-index", {}),
+        "pool index",
+        ("entry", "entries"),
+        "datasketch",
+        "datasketch layout",
+        "answers",
+    )
     out += (
         _scale_rows(sc)
         + _dask_rows(results.get("scale-dask", {}))
@@ -292,6 +313,7 @@ def acceptance(results: dict[str, dict]) -> dict[str, object]:
         "llm_stage_ratio_with_reasks": l_.get("stage", {}).get("throughput_ratio"),
         "offline_per_step_ratio": o.get("ratio"),
         "dedup_memory_ratio": results.get("dedup", {}).get("memory_ratio"),
+        "pool_index_memory_ratio": results.get("pool-index", {}).get("memory_ratio"),
         "scale_time_per_run_ratio": sc.get("time_ratio"),
         "scale_peak_rss_ratio": sc.get("rss_ratio"),
         "scale_largest_peak_rss_mib": threads[-1]["peak_rss_mib"] if threads else None,

@@ -4,7 +4,8 @@ For each gold step the candidates are, in order of preference:
 1. the step's own candidates (`GoldStep.candidates`: failed runs of the same instance, rule-made
    wrong steps from this run's context), in the scenario's order;
 2. gold answers of OTHER runs retrieved by similarity to this gold from a MinHash LSH Forest
-   (datasketch) built once per task pool: first among runs of the same family (repository: the
+   built once per task pool (datasketch's signatures and forest, held in arrays: `LshForest`,
+   the same answers as its `MinHashLSHForest`): first among runs of the same family (repository: the
    group id without its trailing `-<number>`, e.g. `django__django`), then the whole pool. Never a
    step of the same run, never a run of the same group (instance), which may share the answer;
    never an all-pairs scan: a family or pool of at most `exact_below` entries is ranked exactly.
@@ -49,13 +50,13 @@ from functools import lru_cache
 from itertools import combinations
 from typing import NamedTuple
 
+import numpy as np
 from rapidfuzz import fuzz
 
 from generators.base import PoolEntry, completion_question, posed
 from generators.quality.baselines import option_tokens, similarity_matrix, token_similarity
 from generators.quality.gates import context_text
 from generators.text import (
-    jaccard,
     looks_like_code,
     normalise,
     normalised_similarity,
@@ -145,13 +146,25 @@ OWN_NEAR_DUPLICATE = 0.9
 
 
 class PoolIndex:
-    """One task pool, indexed once: token sets, MinHash LSH Forests per family and overall, the rank plan."""
+    """One task pool, indexed once: token sets, MinHash LSH Forests per family and overall, the rank plan.
+
+    Memory is what bounds a task's pool (the generate stage holds the index of each MCQ task it
+    generates): each entry's tokens are a sorted tuple of strings shared across the pool, and the
+    forests are `LshForest`s (160 bytes per entry and forest); the MinHash signatures are
+    datasketch's, dropped once the forests are built. The whole index holds 0.7-1.0 KB per entry,
+    a quarter to a third of the 3.0-3.3 KB of frozensets and datasketch's `MinHashLSHForest`
+    (`bench/bench_pool_index.py`, which also checks that both answer every query alike).
+    """
 
     def __init__(self, pool: Sequence[PoolEntry], need: int, seed: int, exact_below: int) -> None:
-        from datasketch import MinHash, MinHashLSHForest
+        from datasketch import MinHash
 
         self.pool = pool
-        self.tokens = [tokens(e.text) for e in pool]
+        shared: dict[str, str] = {}  # one string per distinct token of the pool
+        self.tokens: list[tuple[str, ...]] = [
+            tuple(sorted(shared.setdefault(t, t) for t in tokens(e.text))) for e in pool
+        ]
+        del shared
         self.lengths = [len(e.text) for e in pool]
         self.plan = rank_plan(pool, need, seed)
         self.exact_below = exact_below
@@ -160,17 +173,19 @@ class PoolIndex:
         self.families: dict[str, list[int]] = {}
         for i, e in enumerate(pool):
             self.families.setdefault(family(e.group), []).append(i)
-        self.forests: dict[str, MinHashLSHForest] = {}
-        self.everything: MinHashLSHForest | None = None
+        self.forests: dict[str, LshForest] = {}
+        self.everything: LshForest | None = None
         big = [f for f, members in self.families.items() if len(members) > exact_below]
         if self.retrievable and (big or len(pool) > exact_below):
-            sketches = [self._sketch(t) for t in self.tokens]
+            signatures = np.empty((len(pool), _NUM_PERM), dtype=np.uint32)
+            for i, toks in enumerate(self.tokens):
+                signatures[i] = self._sketch(toks).hashvalues
             for f in big:
-                self.forests[f] = self._forest(self.families[f], sketches)
+                self.forests[f] = LshForest(self.families[f], signatures, _TREES)
             if len(pool) > exact_below:
-                self.everything = self._forest(range(len(pool)), sketches)
+                self.everything = LshForest(range(len(pool)), signatures, _TREES)
 
-    def _sketch(self, toks: frozenset[str]):
+    def _sketch(self, toks: Iterable[str]):
         from datasketch import MinHash
 
         mh = MinHash(
@@ -179,22 +194,13 @@ class PoolIndex:
         mh.update_batch([t.encode("utf-8") for t in sorted(toks)] or [b""])
         return mh
 
-    def _forest(self, members: Iterable[int], sketches: Sequence[object]):
-        from datasketch import MinHashLSHForest
-
-        forest = MinHashLSHForest(num_perm=_NUM_PERM, l=8)
-        for i in members:
-            forest.add(i, sketches[i])
-        forest.index()
-        return forest
-
     def _ranked(self, members: Iterable[int], gold: frozenset[str]) -> list[int]:
-        return sorted(members, key=lambda i: (-jaccard(gold, self.tokens[i]), self.pool[i].step_id))
+        return sorted(members, key=lambda i: (-overlap(gold, self.tokens[i]), self.pool[i].step_id))
 
     def query(self, step: GoldStep, k: int) -> list[int]:
         """Up to about `k` pool indexes for `step`, most similar first: its family, then the whole pool."""
         gold = tokens(step.gold)
-        mh = None
+        sig = None
         never = never_pooled(step)
 
         def ok(i: int) -> bool:
@@ -219,13 +225,95 @@ class PoolIndex:
             if forest is None:
                 found = members if members is not None else range(len(self.pool))
             else:
-                mh = mh or self._sketch(gold)
-                found = forest.query(mh, 4 * k)
+                sig = self._sketch(gold).hashvalues if sig is None else sig
+                found = forest.query(sig, 4 * k)
             seen = set(out)
             out += [i for i in self._ranked(found, gold) if ok(i) and i not in seen]
             if len(out) >= k:
                 break
         return out
+
+
+def overlap(a: frozenset[str], b: tuple[str, ...]) -> float:
+    """`text.jaccard(a, frozenset(b))` of a token set and a `PoolIndex` entry's tokens (a tuple of
+    distinct tokens), without building the set."""
+    if not a and not b:
+        return 1.0
+    shared = len(a.intersection(b))
+    return shared / (len(a) + len(b) - shared)
+
+
+#: Prefix trees of a pool's forests (datasketch's default `l`); each holds `_NUM_PERM // _TREES` values.
+_TREES = 8
+_LOW = 0xFFFFFFFF
+
+
+class LshForest:
+    """datasketch's `MinHashLSHForest` over some of a pool's entries, held in arrays.
+
+    The same index and the same answers, key for key and in the same order: `trees` trees of `k =
+    num_perm // trees` hash values each; a query walks prefix lengths `k` down to 1, at each the
+    trees in order, each tree's entries whose first `r` values equal the query's in the order of
+    their `k` values (big-endian bytes, as datasketch sorts them; equal ones in the order added),
+    and stops once it holds `n` distinct keys. Where datasketch keeps per entry and tree a bytes
+    object of its own, a place in a dict's list and in a sorted list, and the entry's list of
+    keys, each tree here is two sorted columns of 64-bit words (two 32-bit hash values each,
+    `affine32` signatures) and the keys in that order: 20 bytes per entry and tree.
+    """
+
+    def __init__(self, members: Iterable[int], signatures: np.ndarray, trees: int) -> None:
+        keys = np.fromiter(members, dtype=np.int64)
+        self.k = signatures.shape[1] // trees
+        self.trees = trees
+        self.size = len(keys)
+        self.columns: list[list[np.ndarray]] = []
+        self.keys: list[np.ndarray] = []
+        for t in range(trees):
+            values = signatures[keys, t * self.k : (t + 1) * self.k].astype(np.uint64)
+            if self.k % 2:
+                values = np.column_stack([values, np.zeros(len(keys), dtype=np.uint64)])
+            cols = [(values[:, c] << np.uint64(32)) | values[:, c + 1] for c in range(0, values.shape[1], 2)]
+            order = np.lexsort(cols[::-1])  # stable: entries with equal values stay in the order added
+            self.columns.append([c[order] for c in cols])
+            self.keys.append(keys[order].astype(np.int32))
+
+    def _ranges(self, t: int, sig: np.ndarray) -> list[tuple[int, int]]:
+        """Tree `t`'s entries sharing the first r values with `sig`, for r = 1..k: nested index ranges."""
+        values = [int(v) for v in sig[t * self.k : (t + 1) * self.k]]
+        a, b = 0, self.size
+        out = []
+        for r in range(1, self.k + 1):
+            c, second = divmod(r - 1, 2)
+            if a < b:
+                col = self.columns[t][c][a:b]
+                word = values[2 * c] << 32
+                lo, hi = (word | values[2 * c + 1],) * 2 if second else (word, word | _LOW)
+                a, b = (
+                    a + int(np.searchsorted(col, np.uint64(lo), "left")),
+                    a + int(np.searchsorted(col, np.uint64(hi), "right")),
+                )
+            out.append((a, b))
+        return out
+
+    def query(self, sig: np.ndarray, n: int) -> list[int]:
+        """`MinHashLSHForest.query` of the MinHash whose hash values are `sig`: up to `n` keys (as a
+        list of the set they were gathered in, as datasketch returns them)."""
+        results: set[int] = set()
+        ranges: list[list[tuple[int, int]] | None] = [None] * self.trees
+        for r in range(self.k, 0, -1):
+            for t in range(self.trees):
+                found = ranges[t]
+                if found is None:
+                    found = ranges[t] = self._ranges(t, sig)
+                a, b = found[r - 1]
+                keys = self.keys[t]
+                while a < b:  # a slice at a time: a bucket of a templated pool can be the whole pool
+                    for key in keys[a : min(b, a + 64)].tolist():
+                        results.add(key)
+                        if len(results) >= n:
+                            return list(results)
+                    a += 64
+        return list(results)
 
 
 #: Candidate texts are compared many times while one item is filled: normalise each once.
@@ -498,10 +586,8 @@ class OfflineGenerator:
                 # Odd attempts gather the distractors around another anchor (a candidate similar to
                 # the gold), so the anchor, not the gold, is the option closest to all others.
                 head = ranked[: self.neighbourhood]
-                anchor = head[trial.randrange(min(len(head), self.spread))]
-                base = sorted(
-                    head, key=lambda i: (-jaccard(pool_tokens[anchor], pool_tokens[i]), pool[i].step_id)
-                )
+                anchor = frozenset(pool_tokens[head[trial.randrange(min(len(head), self.spread))]])
+                base = sorted(head, key=lambda i: (-overlap(anchor, pool_tokens[i]), pool[i].step_id))
             longer = [i for i in base if lengths[i] > size]
             shorter = [i for i in base if lengths[i] <= size]
             sides = [

@@ -141,3 +141,33 @@ def test_the_dedup_index_is_judged_on_memory_time_flatness_and_equal_problems(tm
     met = {figure: ok for figure, _value, _goal, ok in run.rows({**_results(), "dedup": worse})}
     assert met["dedup index bytes per item / MinHashLSH layout"] is False
     assert met["  same Problems as the MinHashLSH layout"] is False
+
+
+def test_the_pool_index_is_judged_per_entry_against_its_datasketch_layout(tmp_path: Path) -> None:
+    run = _bench_run()
+
+    def size(n: int, ours: float) -> dict:
+        return {"entries": n, "compact": {"bytes_per_entry": ours}, "datasketch": {"bytes_per_entry": 3200.0}}
+
+    pool = {
+        "sizes": [size(25000, 900.0), size(225000, 850.0)],
+        "memory_ratio": 0.28,
+        "memory_goal": 0.5,
+        "time_ratio": 0.7,
+        "time_goal": 1.1,
+        "flat_ratio": 0.94,
+        "flat_goal": 1.2,
+        "identical": True,
+    }
+    blob = json.loads(
+        run.write_results({**_results(), "pool-index": pool}, tmp_path / "results.json").read_text()
+    )
+    assert blob["acceptance"]["pool_index_memory_ratio"] == 0.28
+    met = {figure: ok for figure, _value, _goal, ok in blob["table"]}
+    assert met["pool index bytes per entry / datasketch layout"] is True
+    assert met["  bytes per entry, 225,000 / 25,000 entries"] is True
+    assert ["  225,000 entries: bytes per entry (datasketch layout)", "850 (3200)", "", None] in blob["table"]
+    slower = {**pool, "time_ratio": 1.3, "identical": False}
+    met = {figure: ok for figure, _value, _goal, ok in run.rows({**_results(), "pool-index": slower})}
+    assert met["  time per entry / datasketch layout"] is False
+    assert met["  same answers as the datasketch layout"] is False

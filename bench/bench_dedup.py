@@ -19,13 +19,10 @@ Usage: `.venv/bin/python bench/bench_dedup.py [--sizes 20000 50000 100000]`.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import hashlib
 import json
-import os
 import random
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -34,15 +31,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.layouts import arguments, in_child, rss, verdict  # noqa: E402
 from generators.hygiene.dedup import TaskDedup, exact_problem, near_problem  # noqa: E402
 from generators.hygiene.dedup import _context as context_of  # noqa: E402
 from generators.hygiene.dedup import _ident as ident_of  # noqa: E402
 from generators.text import normalise, similarity  # noqa: E402
 from schemas import Problem, Provenance, Question  # noqa: E402
 
-MEMORY_GOAL = 0.5
-TIME_GOAL = 1.1
-FLAT_GOAL = 1.2
 SEED = 20261207
 PROV = Provenance(source_file="bench", source_format="bench", extractor="swe_issue_fix")
 
@@ -122,11 +117,6 @@ def items(n: int) -> Iterator[Question]:
         )
 
 
-def rss() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 def measure(layout: str, n: int) -> dict:
     """One layout at one size, in this process."""
     index = LAYOUTS[layout]()
@@ -151,25 +141,14 @@ def measure(layout: str, n: int) -> dict:
     }
 
 
-def _child(layout: str, n: int) -> dict:
-    done = subprocess.run(
-        [sys.executable, __file__, "--measure", layout, str(n)], capture_output=True, text=True, check=True
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 50_000, 100_000])
-    parser.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)
-    parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
-    args = parser.parse_args()
+    args = arguments(__doc__, [20_000, 50_000, 100_000])
     if args.measure:
         print(json.dumps(measure(args.measure[0], int(args.measure[1]))))
         return 0
     sizes = []
     for n in args.sizes:  # the two layouts one after the other at each size: seconds apart
-        base, ours = _child("minhashlsh", n), _child("compact", n)
+        base, ours = in_child(__file__, "minhashlsh", n), in_child(__file__, "compact", n)
         row = {
             "items": n,
             "minhashlsh": base,
@@ -185,32 +164,7 @@ def main() -> int:
             f"(x{row['time_ratio']:.2f}), {ours['counts']}, same Problems: {row['identical']}",
             flush=True,
         )
-    memory = max(r["memory_ratio"] for r in sizes)
-    speed = max(r["time_ratio"] for r in sizes)
-    flat = sizes[-1]["compact"]["bytes_per_item"] / sizes[0]["compact"]["bytes_per_item"]
-    same = all(r["identical"] for r in sizes)
-    ok = memory <= MEMORY_GOAL and speed <= TIME_GOAL and flat <= FLAT_GOAL and same
-    print(
-        f"compact / MinHashLSH layout: memory x{memory:.2f} (goal <= {MEMORY_GOAL}), time x{speed:.2f} "
-        f"(goal <= {TIME_GOAL}); bytes per item {sizes[-1]['items']:,} / {sizes[0]['items']:,} items "
-        f"x{flat:.2f} (goal <= {FLAT_GOAL}); same Problems: {same}: {'met' if ok else 'missed'}"
-    )
-    if args.json_out:
-        args.json_out.write_text(
-            json.dumps(
-                {
-                    "sizes": sizes,
-                    "memory_ratio": round(memory, 3),
-                    "memory_goal": MEMORY_GOAL,
-                    "time_ratio": round(speed, 3),
-                    "time_goal": TIME_GOAL,
-                    "flat_ratio": round(flat, 3),
-                    "flat_goal": FLAT_GOAL,
-                    "identical": same,
-                }
-            )
-        )
-    return 0 if ok else 1
+    return verdict(sizes, "item", "items", "MinHashLSH layout", "Problems", args.json_out)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,10 @@ Usage: `.venv/bin/python bench/bench_pool_index.py [--sizes 25000 75000 225000]`
 
 from __future__ import annotations
 
-import argparse
 import gc
 import hashlib
 import json
-import os
 import random
-import subprocess
 import sys
 import time
 from collections.abc import Iterable
@@ -39,14 +36,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.layouts import arguments, in_child, rss, verdict  # noqa: E402
 from generators.base import PoolEntry  # noqa: E402
 from generators.offline import _NUM_PERM, _TREES, PoolIndex, family, rank_plan  # noqa: E402
 from generators.text import tokens  # noqa: E402
 from schemas import GoldStep, Provenance  # noqa: E402
 
-MEMORY_GOAL = 0.5
-TIME_GOAL = 1.1
-FLAT_GOAL = 1.2
 SEED = 20261207
 QUERIES = 2_000
 NEED = 3
@@ -95,9 +90,7 @@ class ForestLayout(PoolIndex):
         self.forests, self.everything = {}, None
         big = [f for f, members in self.families.items() if len(members) > exact_below]
         if self.retrievable and (big or len(pool) > exact_below):
-            signatures = np.empty((len(pool), _NUM_PERM), dtype=np.uint32)
-            for i, toks in enumerate(self.tokens):
-                signatures[i] = self._sketch(toks).hashvalues
+            signatures = self._signatures()
             for f in big:
                 self.forests[f] = _DatasketchForest(self.families[f], signatures, _TREES)  # type: ignore[assignment]
             if len(pool) > exact_below:
@@ -152,11 +145,6 @@ def queries(pool: list[PoolEntry]) -> list[GoldStep]:
     ]
 
 
-def rss() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 def measure(layout: str, n: int) -> dict:
     """One layout at one size, in this process."""
     pool = entries(n)
@@ -184,25 +172,14 @@ def measure(layout: str, n: int) -> dict:
     }
 
 
-def _child(layout: str, n: int) -> dict:
-    done = subprocess.run(
-        [sys.executable, __file__, "--measure", layout, str(n)], capture_output=True, text=True, check=True
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[25_000, 75_000, 225_000])
-    parser.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)
-    parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here (bench/run.py)")
-    args = parser.parse_args()
+    args = arguments(__doc__, [25_000, 75_000, 225_000])
     if args.measure:
         print(json.dumps(measure(args.measure[0], int(args.measure[1]))))
         return 0
     sizes = []
     for n in args.sizes:  # the two layouts one after the other at each size: seconds apart
-        base, ours = _child("datasketch", n), _child("compact", n)
+        base, ours = in_child(__file__, "datasketch", n), in_child(__file__, "compact", n)
         row = {
             "entries": n,
             "datasketch": base,
@@ -212,6 +189,7 @@ def main() -> int:
             "query_ratio": ours["us_per_query"] / base["us_per_query"],
             "identical": ours["answers"] == base["answers"],
         }
+        row["time_ratio"] = max(row["build_ratio"], row["query_ratio"])
         sizes.append(row)
         print(
             f"{n:>8,} entries: bytes per entry {ours['bytes_per_entry']:6.0f} / {base['bytes_per_entry']:6.0f} "
@@ -221,33 +199,7 @@ def main() -> int:
             f"same answers: {row['identical']}",
             flush=True,
         )
-    memory = max(r["memory_ratio"] for r in sizes)
-    speed = max(max(r["build_ratio"], r["query_ratio"]) for r in sizes)
-    flat = sizes[-1]["compact"]["bytes_per_entry"] / sizes[0]["compact"]["bytes_per_entry"]
-    same = all(r["identical"] for r in sizes)
-    ok = memory <= MEMORY_GOAL and speed <= TIME_GOAL and flat <= FLAT_GOAL and same
-    print(
-        f"compact / datasketch layout: memory x{memory:.2f} (goal <= {MEMORY_GOAL}), time x{speed:.2f} "
-        f"(goal <= {TIME_GOAL}); bytes per entry {sizes[-1]['entries']:,} / {sizes[0]['entries']:,} entries "
-        f"x{flat:.2f} (goal <= {FLAT_GOAL}); same answers: {same}: {'met' if ok else 'missed'}"
-    )
-    if args.json_out:
-        args.json_out.write_text(
-            json.dumps(
-                {
-                    "sizes": sizes,
-                    "memory_ratio": memory,
-                    "time_ratio": speed,
-                    "flat_ratio": flat,
-                    "identical": same,
-                    "memory_goal": MEMORY_GOAL,
-                    "time_goal": TIME_GOAL,
-                    "flat_goal": FLAT_GOAL,
-                    "met": ok,
-                }
-            )
-        )
-    return 0 if ok else 1
+    return verdict(sizes, "entry", "entries", "datasketch layout", "answers", args.json_out)
 
 
 if __name__ == "__main__":

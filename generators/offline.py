@@ -177,13 +177,18 @@ class PoolIndex:
         self.everything: LshForest | None = None
         big = [f for f, members in self.families.items() if len(members) > exact_below]
         if self.retrievable and (big or len(pool) > exact_below):
-            signatures = np.empty((len(pool), _NUM_PERM), dtype=np.uint32)
-            for i, toks in enumerate(self.tokens):
-                signatures[i] = self._sketch(toks).hashvalues
+            signatures = self._signatures()
             for f in big:
                 self.forests[f] = LshForest(self.families[f], signatures, _TREES)
             if len(pool) > exact_below:
                 self.everything = LshForest(range(len(pool)), signatures, _TREES)
+
+    def _signatures(self) -> np.ndarray:
+        """Every entry's MinHash hash values (of its tokens, `_sketch`), a row each."""
+        out = np.empty((len(self.tokens), _NUM_PERM), dtype=np.uint32)
+        for i, toks in enumerate(self.tokens):
+            out[i] = self._sketch(toks).hashvalues
+        return out
 
     def _sketch(self, toks: Iterable[str]):
         from datasketch import MinHash

@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -113,13 +115,23 @@ def test_the_small_rows_build_is_judged_on_wall_time_and_memory(tmp_path: Path) 
     assert met["100,000 small rows: wall / peak RSS of the process tree"] is False
 
 
-def test_the_dedup_index_is_judged_on_memory_time_flatness_and_equal_problems(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("bench", "unit", "units", "base", "label", "same"),
+    [
+        ("dedup", "item", "items", "minhashlsh", "MinHashLSH layout", "Problems"),
+        ("pool-index", "entry", "entries", "datasketch", "datasketch layout", "answers"),
+    ],
+)
+def test_a_compact_index_is_judged_on_memory_time_flatness_and_equal_answers(
+    tmp_path: Path, bench: str, unit: str, units: str, base: str, label: str, same: str
+) -> None:
+    """The dedup index and the pool index, each against the layout it replaced."""
     run = _bench_run()
 
     def size(n: int, ours: float) -> dict:
-        return {"items": n, "compact": {"bytes_per_item": ours}, "minhashlsh": {"bytes_per_item": 3300.0}}
+        return {units: n, "compact": {f"bytes_per_{unit}": ours}, base: {f"bytes_per_{unit}": 3300.0}}
 
-    dedup = {
+    figures = {
         "sizes": [size(20000, 1400.0), size(100000, 1380.0)],
         "memory_ratio": 0.42,
         "memory_goal": 0.5,
@@ -130,44 +142,17 @@ def test_the_dedup_index_is_judged_on_memory_time_flatness_and_equal_problems(tm
         "identical": True,
     }
     blob = json.loads(
-        run.write_results({**_results(), "dedup": dedup}, tmp_path / "results.json").read_text()
+        run.write_results({**_results(), bench: figures}, tmp_path / "results.json").read_text()
     )
-    assert blob["acceptance"]["dedup_memory_ratio"] == 0.42
+    assert blob["acceptance"][f"{bench.replace('-', '_')}_memory_ratio"] == 0.42
     met = {figure: ok for figure, _value, _goal, ok in blob["table"]}
-    assert met["dedup index bytes per item / MinHashLSH layout"] is True
-    assert met["  same Problems as the MinHashLSH layout"] is True
-    assert ["  100,000 items: bytes per item (MinHashLSH layout)", "1380 (3300)", "", None] in blob["table"]
-    worse = {**dedup, "memory_ratio": 0.6, "identical": False}
-    met = {figure: ok for figure, _value, _goal, ok in run.rows({**_results(), "dedup": worse})}
-    assert met["dedup index bytes per item / MinHashLSH layout"] is False
-    assert met["  same Problems as the MinHashLSH layout"] is False
-
-
-def test_the_pool_index_is_judged_per_entry_against_its_datasketch_layout(tmp_path: Path) -> None:
-    run = _bench_run()
-
-    def size(n: int, ours: float) -> dict:
-        return {"entries": n, "compact": {"bytes_per_entry": ours}, "datasketch": {"bytes_per_entry": 3200.0}}
-
-    pool = {
-        "sizes": [size(25000, 900.0), size(225000, 850.0)],
-        "memory_ratio": 0.28,
-        "memory_goal": 0.5,
-        "time_ratio": 0.7,
-        "time_goal": 1.1,
-        "flat_ratio": 0.94,
-        "flat_goal": 1.2,
-        "identical": True,
-    }
-    blob = json.loads(
-        run.write_results({**_results(), "pool-index": pool}, tmp_path / "results.json").read_text()
-    )
-    assert blob["acceptance"]["pool_index_memory_ratio"] == 0.28
-    met = {figure: ok for figure, _value, _goal, ok in blob["table"]}
-    assert met["pool index bytes per entry / datasketch layout"] is True
-    assert met["  bytes per entry, 225,000 / 25,000 entries"] is True
-    assert ["  225,000 entries: bytes per entry (datasketch layout)", "850 (3200)", "", None] in blob["table"]
-    slower = {**pool, "time_ratio": 1.3, "identical": False}
-    met = {figure: ok for figure, _value, _goal, ok in run.rows({**_results(), "pool-index": slower})}
-    assert met["  time per entry / datasketch layout"] is False
-    assert met["  same answers as the datasketch layout"] is False
+    name = "dedup index" if bench == "dedup" else "pool index"
+    assert met[f"{name} bytes per {unit} / {label}"] is True
+    assert met[f"  bytes per {unit}, 100,000 / 20,000 {units}"] is True
+    assert met[f"  same {same} as the {label}"] is True
+    assert [f"  100,000 {units}: bytes per {unit} ({label})", "1380 (3300)", "", None] in blob["table"]
+    worse = {**figures, "memory_ratio": 0.6, "time_ratio": 1.3, "identical": False}
+    met = {figure: ok for figure, _value, _goal, ok in run.rows({**_results(), bench: worse})}
+    assert met[f"{name} bytes per {unit} / {label}"] is False
+    assert met[f"  time per {unit} / {label}"] is False
+    assert met[f"  same {same} as the {label}"] is False

@@ -233,7 +233,8 @@ class PoolIndex:
                 sig = self._sketch(gold).hashvalues if sig is None else sig
                 found = forest.query(sig, 4 * k)
             seen = set(out)
-            out += [i for i in self._ranked(found, gold) if ok(i) and i not in seen]
+            # filtered, then ranked: the same order (the key is total), without scoring the refused
+            out += self._ranked([i for i in found if ok(i) and i not in seen], gold)
             if len(out) >= k:
                 break
         return out

@@ -146,7 +146,7 @@ OWN_NEAR_DUPLICATE = 0.9
 
 
 class PoolIndex:
-    """One task pool, indexed once: token sets, MinHash LSH Forests per family and overall, the rank plan.
+    """One task pool, indexed once: token tuples, MinHash LSH Forests per family and overall, the rank plan.
 
     Memory is what bounds a task's pool (the generate stage holds the index of each MCQ task it
     generates): each entry's tokens are a sorted tuple of strings shared across the pool, and the

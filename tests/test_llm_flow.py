@@ -141,7 +141,7 @@ def test_a_build_killed_during_generation_repeats_no_completed_request(prefect_h
         f"tasks: {{plan: {{}}}}\nseed: 20261130\nout_dir: {tmp_path / 'out'}\n"
         "generator: {name: openai, model: gpt-test, max_concurrency: 1}\n"
     )
-    server.set_latency(0.15, CHAT)
+    server.hold(CHAT, 6)  # in flight until the kill, however late it comes
     env = {
         **os.environ,
         "OPENAI_BASE_URL": server.openai_base_url,

@@ -283,6 +283,39 @@ def test_truncated_body_and_disconnect_raise_connection_errors(server: LLMStandI
     assert [r.fault for r in server.requests] == ["truncated_body", "disconnect", "truncated_body"]
 
 
+def test_a_held_request_stays_in_flight_until_reset_then_is_dropped(server: LLMStandInServer) -> None:
+    """`hold`: the route's nth request is logged and never answered, however long the client
+    waits (here past its own timeout); `reset` lets it go without an answer, and later requests
+    are answered again."""
+    server.hold(CHAT, 2)
+    client = openai_client(server, max_retries=0, timeout=0.5)
+    chat(client)  # the first: answered
+    with pytest.raises(openai.APITimeoutError):
+        chat(client)  # the second: held
+    assert server.count(CHAT) == 2 and [r.status for r in server.requests_for(CHAT)] == [200, None]
+
+    waiting = openai_client(server, max_retries=0, timeout=30.0)
+    server.reset()
+    server.hold(CHAT, 1)
+    errors: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _catch(errors, lambda: chat(waiting)))
+    thread.start()
+    deadline = time.monotonic() + 5
+    while server.count(CHAT) < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.reset()  # the held request is let go: its connection closes without an answer
+    thread.join(timeout=5)
+    assert not thread.is_alive() and len(errors) == 1 and isinstance(errors[0], openai.APIConnectionError)
+    assert chat(client).choices[0].message.content  # not held any more
+
+
+def _catch(errors: list[BaseException], call) -> None:
+    try:
+        call()
+    except BaseException as exc:  # the test inspects it
+        errors.append(exc)
+
+
 def test_openai_401_in_openai_error_format(server: LLMStandInServer) -> None:
     with pytest.raises(openai.AuthenticationError) as caught:
         chat(openai_client(server, api_key="wrong-key", max_retries=2))

@@ -71,6 +71,8 @@ class _DispatchMixin:
             self._log.append(record)
             self._counts[route or "unknown"] += 1
             latency = self._latency_by_route.get(route or "", self._latency_default)
+            held = route is not None and self._holds.get(route) == self._counts[route]
+            released = self._released
 
         request_id = _new_id("req_")
         id_header = "request-id" if api == ANTHROPIC else "x-request-id"
@@ -107,6 +109,10 @@ class _DispatchMixin:
             return
         record.authenticated = True
 
+        if held:  # `hold`: never answered; the connection closes once released
+            released.wait()
+            handler.close_connection = True
+            return
         if latency > 0:
             self._stopping.wait(latency)
 

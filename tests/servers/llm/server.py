@@ -78,6 +78,8 @@ class LLMStandInServer(_DispatchMixin, _RepliesMixin, _BatchesMixin):
         self._connections: set = set()
         self._latency_default = float(latency)
         self._latency_by_route: dict[str, float] = {}
+        self._holds: dict[str, int] = {}
+        self._released = threading.Event()
         self._faults: dict[str, collections.deque[Fault]] = collections.defaultdict(collections.deque)
         self._log: list[RecordedRequest] = []
         self._counts: collections.Counter = collections.Counter()
@@ -115,6 +117,7 @@ class LLMStandInServer(_DispatchMixin, _RepliesMixin, _BatchesMixin):
         if httpd is None:
             return
         self._stopping.set()
+        self._released.set()
         httpd.shutdown()
         httpd.server_close()
         with self._lock:
@@ -222,6 +225,21 @@ class LLMStandInServer(_DispatchMixin, _RepliesMixin, _BatchesMixin):
             else:
                 self._latency_default = float(seconds)
 
+    def hold(self, route: str, nth: int) -> None:
+        """Holds the route's `nth` request (counted as :meth:`count` counts) until :meth:`reset` or
+        :meth:`stop`: it is logged, never answered, and its connection is then closed.
+
+        A test that kills a client while a request is in flight needs that request to stay in
+        flight however late the kill comes (a latency only gives a window, which a busy machine
+        can miss).
+
+        Raises:
+            ValueError: For an unknown route name.
+        """
+        self._check_route(route)
+        with self._lock:
+            self._holds[route] = nth
+
     # -- inspection --------------------------------------------------------- #
 
     @property
@@ -247,13 +265,16 @@ class LLMStandInServer(_DispatchMixin, _RepliesMixin, _BatchesMixin):
             return dict(self._counts)
 
     def reset(self) -> None:
-        """Clears the log, counters, faults, latency, stored files and batches."""
+        """Clears the log, counters, faults, latency, holds (dropping held requests), stored files and batches."""
         with self._lock:
             self._log.clear()
             self._counts.clear()
             self._faults.clear()
             self._latency_default = 0.0
             self._latency_by_route.clear()
+            self._holds.clear()
+            released, self._released = self._released, threading.Event()
+            released.set()  # held requests are let go (and dropped)
             self._files.clear()
             self._openai_batches.clear()
             self._anthropic_batches.clear()

@@ -57,6 +57,7 @@ from generators.base import PoolEntry, completion_question, posed
 from generators.quality.baselines import option_tokens, similarity_matrix, token_similarity
 from generators.quality.gates import context_text
 from generators.text import (
+    jaccard,
     looks_like_code,
     normalise,
     normalised_similarity,
@@ -200,7 +201,7 @@ class PoolIndex:
         return mh
 
     def _ranked(self, members: Iterable[int], gold: frozenset[str]) -> list[int]:
-        return sorted(members, key=lambda i: (-overlap(gold, self.tokens[i]), self.pool[i].step_id))
+        return sorted(members, key=lambda i: (-jaccard(gold, self.tokens[i]), self.pool[i].step_id))
 
     def query(self, step: GoldStep, k: int) -> list[int]:
         """Up to about `k` pool indexes for `step`, most similar first: its family, then the whole pool."""
@@ -238,15 +239,6 @@ class PoolIndex:
             if len(out) >= k:
                 break
         return out
-
-
-def overlap(a: frozenset[str], b: tuple[str, ...]) -> float:
-    """`text.jaccard(a, frozenset(b))` of a token set and a `PoolIndex` entry's tokens (a tuple of
-    distinct tokens), without building the set."""
-    if not a and not b:
-        return 1.0
-    shared = len(a.intersection(b))
-    return shared / (len(a) + len(b) - shared)
 
 
 #: Prefix trees of a pool's forests (datasketch's default `l`); each holds `_NUM_PERM // _TREES` values.
@@ -593,7 +585,7 @@ class OfflineGenerator:
                 # the gold), so the anchor, not the gold, is the option closest to all others.
                 head = ranked[: self.neighbourhood]
                 anchor = frozenset(pool_tokens[head[trial.randrange(min(len(head), self.spread))]])
-                base = sorted(head, key=lambda i: (-overlap(anchor, pool_tokens[i]), pool[i].step_id))
+                base = sorted(head, key=lambda i: (-jaccard(anchor, pool_tokens[i]), pool[i].step_id))
             longer = [i for i in base if lengths[i] > size]
             shorter = [i for i in base if lengths[i] <= size]
             sides = [

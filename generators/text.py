@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -28,11 +28,12 @@ def tokens(text: str) -> frozenset[str]:
     return frozenset(_TOKEN.findall(normalise(text)))
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """Token-set Jaccard similarity (1.0 for two empty sets)."""
+def jaccard(a: frozenset[str], b: Collection[str]) -> float:
+    """Token-set Jaccard similarity (1.0 for two empty sets). `b` may be any collection of distinct
+    tokens (the offline generator's pool index keeps tuples), taken as its set."""
     if not a and not b:
         return 1.0
-    shared = len(a & b)  # the union's size without building it (the offline generator's hot call)
+    shared = len(a.intersection(b))  # the union's size without building it (the offline generator's hot call)
     return shared / (len(a) + len(b) - shared)
 
 

@@ -9,7 +9,7 @@ import pytest
 from datasketch import MinHash, MinHashLSHForest
 
 from generators.base import PoolEntry
-from generators.offline import LshForest, PoolIndex, overlap
+from generators.offline import LshForest, PoolIndex
 from generators.text import jaccard, tokens
 from schemas import GoldStep, Provenance
 
@@ -54,7 +54,7 @@ def test_a_tuple_of_tokens_overlaps_as_its_set_does():
     texts = ["I need to open the parser", "open the parser module now", "", "run tests", "the the the"]
     for a in texts:
         for b in texts:
-            assert overlap(tokens(a), tuple(sorted(tokens(b)))) == jaccard(tokens(a), tokens(b))
+            assert jaccard(tokens(a), tuple(sorted(tokens(b)))) == jaccard(tokens(a), tokens(b))
 
 
 def test_the_index_shares_each_token_string_and_answers_by_forest():
@@ -84,5 +84,5 @@ def test_the_index_shares_each_token_string_and_answers_by_forest():
     )
     found = index.query(step, 10)
     assert found and found[0] == 5  # the same text, from another run, ranks first
-    scores = [overlap(tokens(step.gold), index.tokens[i]) for i in found]
+    scores = [jaccard(tokens(step.gold), index.tokens[i]) for i in found]
     assert scores == sorted(scores, reverse=True)

@@ -151,7 +151,7 @@ class PoolIndex:
 
     Memory is what bounds a task's pool (the generate stage holds the index of each MCQ task it
     generates): each entry's tokens are a sorted tuple of strings shared across the pool, and the
-    forests are `LshForest`s (160 bytes per entry and forest); the MinHash signatures are
+    forests are `LshForest`s (168 bytes per entry and forest); the MinHash signatures are
     datasketch's, dropped once the forests are built. The whole index holds 0.7-1.0 KB per entry,
     a quarter to a third of the 3.0-3.3 KB of frozensets and datasketch's `MinHashLSHForest`
     (`bench/bench_pool_index.py`, which also checks that both answer every query alike).
@@ -255,58 +255,72 @@ class LshForest:
     their `k` values (big-endian bytes, as datasketch sorts them; equal ones in the order added),
     and stops once it holds `n` distinct keys. Where datasketch keeps per entry and tree a bytes
     object of its own, a place in a dict's list and in a sorted list, and the entry's list of
-    keys, each tree here is two sorted columns of 64-bit words (two 32-bit hash values each,
-    `affine32` signatures) and the keys in that order: 20 bytes per entry and tree.
+    keys, here every tree's entries are rows of one sorted column of fixed-size byte strings (the
+    tree's number, then its `k` values big-endian: `1 + 4k` bytes) with the keys in that order:
+    21 bytes per entry and tree for `k = 4`. Sorted as bytes, each tree is one block of the column
+    and each prefix of a query's values one range of it, so one `searchsorted` per end finds the
+    ranges of every tree and prefix length at once.
     """
 
     def __init__(self, members: Iterable[int], signatures: np.ndarray, trees: int) -> None:
         keys = np.fromiter(members, dtype=np.int64)
         self.k = signatures.shape[1] // trees
         self.trees = trees
-        self.size = len(keys)
-        self.columns: list[list[np.ndarray]] = []
-        self.keys: list[np.ndarray] = []
+        self.size = n = len(keys)
+        if trees > 256:
+            raise ValueError(f"at most 256 trees (one byte numbers a tree), not {trees}")
+        width = 1 + 4 * self.k
+        self.dtype = np.dtype(f"S{width}")
+        self.column = np.empty(trees * n, dtype=self.dtype)  # filled a tree at a time: no second copy
+        self.keys = np.empty(trees * n, dtype=np.int32)
         for t in range(trees):
-            values = signatures[keys, t * self.k : (t + 1) * self.k].astype(np.uint64)
-            if self.k % 2:
-                values = np.column_stack([values, np.zeros(len(keys), dtype=np.uint64)])
-            cols = [(values[:, c] << np.uint64(32)) | values[:, c + 1] for c in range(0, values.shape[1], 2)]
-            order = np.lexsort(cols[::-1])  # stable: entries with equal values stay in the order added
-            self.columns.append([c[order] for c in cols])
-            self.keys.append(keys[order].astype(np.int32))
+            rows = np.empty((n, width), dtype=np.uint8)
+            rows[:, 0] = t
+            values = np.ascontiguousarray(signatures[keys, t * self.k : (t + 1) * self.k], dtype=">u4")
+            rows[:, 1:] = values.view(np.uint8).reshape(n, 4 * self.k)
+            del values
+            column = rows.view(self.dtype).ravel()  # compared as bytes: the tree, then the values in order
+            order = np.argsort(column, kind="stable")  # entries with equal values stay in the order added
+            self.column[t * n : (t + 1) * n] = column[order]
+            self.keys[t * n : (t + 1) * n] = keys[order]
+        # a query's bounds, tree t and prefix length r one row each (`_ranges`): the tree's number,
+        # the query's first r values of the tree (its big-endian bytes `_from`, placed at `_to`),
+        # then the lowest bytes (0) for the low bound and the highest (255) for the high one
+        low = np.zeros((trees, self.k, width), dtype=np.uint8)
+        low[:, :, 0] = np.arange(trees, dtype=np.uint8)[:, None]
+        high = low.copy()
+        high[:, :, 1:] = 0xFF
+        to, src = [], []
+        for t in range(trees):
+            for r in range(1, self.k + 1):
+                row = (t * self.k + r - 1) * width
+                to += range(row + 1, row + 1 + 4 * r)
+                src += range(t * 4 * self.k, t * 4 * self.k + 4 * r)
+        self._bounds = (low.ravel(), high.ravel())
+        self._to, self._from = np.array(to, dtype=np.intp), np.array(src, dtype=np.intp)
 
-    def _ranges(self, t: int, sig: np.ndarray) -> list[tuple[int, int]]:
-        """Tree `t`'s entries sharing the first r values with `sig`, for r = 1..k: nested index ranges."""
-        values = [int(v) for v in sig[t * self.k : (t + 1) * self.k]]
-        a, b = 0, self.size
-        out = []
-        for r in range(1, self.k + 1):
-            c, second = divmod(r - 1, 2)
-            if a < b:
-                col = self.columns[t][c][a:b]
-                word = values[2 * c] << 32
-                lo, hi = (word | values[2 * c + 1],) * 2 if second else (word, word | _LOW)
-                a, b = (
-                    a + int(np.searchsorted(col, np.uint64(lo), "left")),
-                    a + int(np.searchsorted(col, np.uint64(hi), "right")),
-                )
-            out.append((a, b))
-        return out
+    def _ranges(self, sig: np.ndarray) -> tuple[list[int], list[int]]:
+        """For tree t and prefix length r (1..k), the column's rows of tree t whose first r values
+        equal `sig`'s: `starts[t * k + r - 1]` to `ends[...]` (nested ranges, empty when the
+        starts meet the ends), from one `searchsorted` per end."""
+        values = np.ascontiguousarray(sig[: self.trees * self.k], dtype=">u4").view(np.uint8)
+        low, high = self._bounds
+        low, high = low.copy(), high.copy()
+        low[self._to] = high[self._to] = values[self._from]
+        starts = np.searchsorted(self.column, low.view(self.dtype), "left").tolist()
+        ends = np.searchsorted(self.column, high.view(self.dtype), "right").tolist()
+        return starts, ends
 
     def query(self, sig: np.ndarray, n: int) -> list[int]:
         """`MinHashLSHForest.query` of the MinHash whose hash values are `sig`: up to `n` keys (as a
         list of the set they were gathered in, as datasketch returns them)."""
         results: set[int] = set()
-        ranges: list[list[tuple[int, int]] | None] = [None] * self.trees
+        starts, ends = self._ranges(sig)
         for r in range(self.k, 0, -1):
             for t in range(self.trees):
-                found = ranges[t]
-                if found is None:
-                    found = ranges[t] = self._ranges(t, sig)
-                a, b = found[r - 1]
-                keys = self.keys[t]
+                a, b = starts[t * self.k + r - 1], ends[t * self.k + r - 1]
                 while a < b:  # a slice at a time: a bucket of a templated pool can be the whole pool
-                    for key in keys[a : min(b, a + 64)].tolist():
+                    for key in self.keys[a : min(b, a + 64)].tolist():
                         results.add(key)
                         if len(results) >= n:
                             return list(results)

@@ -243,7 +243,6 @@ class PoolIndex:
 
 #: Prefix trees of a pool's forests (datasketch's default `l`); each holds `_NUM_PERM // _TREES` values.
 _TREES = 8
-_LOW = 0xFFFFFFFF
 
 
 class LshForest:

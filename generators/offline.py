@@ -245,6 +245,12 @@ class PoolIndex:
 _TREES = 8
 
 
+def _bytes(values: np.ndarray) -> np.ndarray:
+    """32-bit hash values as their big-endian bytes (a uint8 view, 4 per value, in order): the
+    forest's column and a query's bounds are compared as these bytes."""
+    return np.ascontiguousarray(values, dtype=">u4").view(np.uint8)
+
+
 class LshForest:
     """datasketch's `MinHashLSHForest` over some of a pool's entries, held in arrays.
 
@@ -275,9 +281,7 @@ class LshForest:
         for t in range(trees):
             rows = np.empty((n, width), dtype=np.uint8)
             rows[:, 0] = t
-            values = np.ascontiguousarray(signatures[keys, t * self.k : (t + 1) * self.k], dtype=">u4")
-            rows[:, 1:] = values.view(np.uint8).reshape(n, 4 * self.k)
-            del values
+            rows[:, 1:] = _bytes(signatures[keys, t * self.k : (t + 1) * self.k]).reshape(n, 4 * self.k)
             column = rows.view(self.dtype).ravel()  # compared as bytes: the tree, then the values in order
             order = np.argsort(column, kind="stable")  # entries with equal values stay in the order added
             self.column[t * n : (t + 1) * n] = column[order]
@@ -302,7 +306,7 @@ class LshForest:
         """For tree t and prefix length r (1..k), the column's rows of tree t whose first r values
         equal `sig`'s: `starts[t * k + r - 1]` to `ends[...]` (nested ranges, empty when the
         starts meet the ends), from one `searchsorted` per end."""
-        values = np.ascontiguousarray(sig[: self.trees * self.k], dtype=">u4").view(np.uint8)
+        values = _bytes(sig[: self.trees * self.k])
         low, high = self._bounds
         low, high = low.copy(), high.copy()
         low[self._to] = high[self._to] = values[self._from]
